@@ -1,0 +1,171 @@
+//! allocate: places pending tasks job by job, queue by queue; a job's
+//! statement commits only once the job is ready (gang), stays applied but
+//! uncommitted when merely pipelined, and is discarded otherwise (§7.2).
+
+use super::{best_node, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Kind};
+use crate::plugin::Call;
+use crate::resource;
+use crate::session::{Session, NONE};
+use crate::statement::Statement;
+use crate::wasm::contract::{JobPhase, TaskStatus};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub fn execute(ssn: &mut Session) {
+    let enqueue_on = ssn.actions.iter().any(|a| a == "enqueue");
+    let cache_errors = ssn
+        .action_args
+        .get("allocate")
+        .and_then(|a| a.get("predicateErrorCacheEnable"))
+        .is_none_or(|v| v != "false");
+    let mut queues = Vec::new();
+    let mut jobs_by_queue: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut worksheet: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
+    for j in 0..ssn.jobs() as u32 {
+        if ssn.job_is_pending(j) {
+            if enqueue_on {
+                ssn.note_job(j, "waiting to be admitted by enqueue".into());
+                continue;
+            }
+            ssn.snap.job_phase[j as usize] = JobPhase::Inqueue;
+        }
+        if !job_valid(ssn, j) {
+            continue;
+        }
+        let mut tasks: Vec<u32> = ssn.extra.job_tasks[j as usize]
+            .iter()
+            .copied()
+            .filter(|&t| ssn.task_status(t) == TaskStatus::Pending && !ssn.extra.task_best_effort[t as usize])
+            .collect();
+        if tasks.is_empty() {
+            continue;
+        }
+        sort(ssn, Kind::Task, &mut tasks);
+        worksheet.insert(j, tasks.into());
+        let q = ssn.job_queue(j);
+        if !queues.contains(&q) {
+            queues.push(q);
+        }
+        jobs_by_queue.entry(q).or_default().push(j);
+    }
+
+    let mut failed_roles: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
+        if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
+            for &j in jobs_by_queue.get(&q).into_iter().flatten() {
+                ssn.note_job(j, format!("queue {} is overused", ssn.names.queues[q as usize]));
+            }
+            continue;
+        }
+        let mut list = jobs_by_queue.remove(&q).unwrap_or_default();
+        let Some(job) = pop_first(ssn, Kind::Job, &mut list) else { continue };
+        jobs_by_queue.insert(q, list);
+        let mut tasks = worksheet.remove(&job).unwrap_or_default();
+        let roles = failed_roles.entry(job).or_default();
+        let mut roles = std::mem::take(roles);
+        let stmt = allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors);
+        failed_roles.insert(job, roles);
+        if let Some(stmt) = stmt {
+            if job_ready(ssn, job) {
+                stmt.commit(ssn);
+                if !tasks.is_empty() {
+                    worksheet.insert(job, tasks);
+                    jobs_by_queue.entry(q).or_default().push(job);
+                }
+            }
+            // Pipelined only: the statement stays applied, uncommitted, for the
+            // rest of the cycle (Volcano's behaviour), and the job is done.
+        }
+        queues.push(q);
+    }
+}
+
+fn allocate_tasks(
+    ssn: &mut Session,
+    job: u32,
+    tasks: &mut VecDeque<u32>,
+    failed_roles: &mut BTreeSet<u32>,
+    cache_errors: bool,
+) -> Option<Statement> {
+    let queue = ssn.job_queue(job);
+    let mut stmt = Statement::new();
+    while let Some(t) = tasks.pop_front() {
+        if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
+            note(ssn, t, "queue", "queue quota exhausted (allocatable)");
+            continue;
+        }
+        let role = ssn.snap.task_role[t as usize];
+        if cache_errors && role != 0 && failed_roles.contains(&role) {
+            continue;
+        }
+        let nodes = nominated(ssn, t).map(|n| vec![n]).unwrap_or_else(|| feasible_nodes(ssn, t, true));
+        if nodes.is_empty() {
+            if role != 0 {
+                failed_roles.insert(role);
+            }
+            if need_continue(ssn, job, failed_roles) {
+                continue;
+            }
+            break;
+        }
+        let Some(node) = best_node(ssn, t, &nodes) else { continue };
+        if resource::less_equal(ssn.req(t), &ssn.idle(node)) {
+            stmt.allocate(ssn, t, node);
+        } else {
+            stmt.pipeline(ssn, t, node);
+        }
+        if job_ready(ssn, job) {
+            break;
+        }
+    }
+    if job_ready(ssn, job) || job_pipelined(ssn, job) {
+        Some(stmt)
+    } else {
+        stmt.discard(ssn);
+        None
+    }
+}
+
+/// The nominated node (set by preemption) when the task fits its FutureIdle
+/// and its predicates.
+fn nominated(ssn: &mut Session, t: u32) -> Option<u32> {
+    let n = ssn.extra.task_nominated[t as usize];
+    if n == NONE || !resource::less_equal(ssn.req(t), &ssn.future_idle(n)) {
+        return None;
+    }
+    ssn.policies.predicate(&ssn.events, t, &[n])[0].is_none().then_some(n)
+}
+
+fn note(ssn: &mut Session, t: u32, plugin: &str, msg: &str) {
+    let nodes = ssn.nodes();
+    let e = ssn.fit_errors.entry(t).or_default();
+    e.nodes = nodes;
+    e.counts.insert((plugin.into(), msg.into()), nodes);
+}
+
+/// Volcano's `NeedContinueAllocating`: whether a job that hit an unplaceable
+/// task can still become ready with its other tasks.
+fn need_continue(ssn: &Session, job: u32, failed_roles: &BTreeSet<u32>) -> bool {
+    let tasks = &ssn.extra.job_tasks[job as usize];
+    let min = ssn.job_min(job);
+    if min as usize == tasks.len() {
+        return false;
+    }
+    let roles = &ssn.extra.job_roles[job as usize];
+    let role_sum: u32 = roles.values().sum();
+    let count = |role: u32, pred: &dyn Fn(TaskStatus) -> bool| {
+        tasks.iter().filter(|&&t| ssn.snap.task_role[t as usize] == role && pred(ssn.task_status(t))).count() as u32
+    };
+    if min < role_sum {
+        let ready = ssn.job_ready[job as usize];
+        let pending: u32 = roles
+            .keys()
+            .filter(|r| !failed_roles.contains(r))
+            .map(|&r| count(r, &|s| s == TaskStatus::Pending))
+            .sum();
+        return ready + pending >= min;
+    }
+    !failed_roles.iter().any(|r| {
+        let want = roles.get(r).copied().unwrap_or(0);
+        count(*r, &|s| crate::session::is_allocated(s) || s == TaskStatus::Pipelined) < want
+    })
+}

@@ -1,0 +1,182 @@
+//! Actions run in the configured order over one session. Each is a function
+//! of the session; shared steps (ordering, predicates, node choice) live here.
+
+mod allocate;
+mod backfill;
+mod enqueue;
+
+use crate::plugin::Call;
+use crate::resource;
+use crate::session::{FitErrors, Session};
+use crate::wasm::contract::ExtensionPoint as P;
+use std::cmp::Ordering;
+
+/// An action of the scheduling cycle.
+pub type Action = fn(&mut Session);
+
+/// The best-effort tasks backfill would try, in order.
+pub fn backfill_candidates(ssn: &mut Session) -> Vec<u32> {
+    backfill::candidates(ssn).into_iter().map(|(_, t)| t).collect()
+}
+
+/// The action with this name, if tephra implements it.
+pub fn by_name(name: &str) -> Option<Action> {
+    Some(match name {
+        "enqueue" => enqueue::execute,
+        "allocate" => allocate::execute,
+        "backfill" => backfill::execute,
+        _ => return None,
+    })
+}
+
+/// What kind of ids an ordering is over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    Queue,
+    Job,
+    Task,
+}
+
+fn name_index(name: &str) -> Option<i64> {
+    let parts: Vec<&str> = name.split('-').collect();
+    if parts.len() >= 3 {
+        parts.last()?.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// Volcano's fallbacks when every plugin says "equal".
+fn fallback(ssn: &Session, kind: Kind, a: u32, b: u32) -> Ordering {
+    match kind {
+        Kind::Queue => ssn.extra.queue_created[a as usize]
+            .cmp(&ssn.extra.queue_created[b as usize])
+            .then_with(|| ssn.names.queues[a as usize].cmp(&ssn.names.queues[b as usize])),
+        Kind::Job => ssn.snap.job_created_ms[a as usize]
+            .cmp(&ssn.snap.job_created_ms[b as usize])
+            .then_with(|| ssn.names.jobs[a as usize].cmp(&ssn.names.jobs[b as usize])),
+        Kind::Task => {
+            let (na, nb) = (&ssn.names.tasks[a as usize], &ssn.names.tasks[b as usize]);
+            let by_index = match (name_index(na), name_index(nb)) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                _ => Ordering::Equal,
+            };
+            by_index
+                .then_with(|| ssn.snap.task_created_ms[a as usize].cmp(&ssn.snap.task_created_ms[b as usize]))
+                .then_with(|| ssn.extra.task_uid[a as usize].cmp(&ssn.extra.task_uid[b as usize]))
+        }
+    }
+}
+
+/// Sorts `ids` by the plugins' keys (tier order, first difference decides),
+/// then by Volcano's fallback.
+pub fn sort(ssn: &mut Session, kind: Kind, ids: &mut [u32]) {
+    if ids.len() < 2 {
+        return;
+    }
+    let call = match kind {
+        Kind::Queue => Call::QueueOrder(ids),
+        Kind::Job => Call::JobOrder(ids),
+        Kind::Task => Call::TaskOrder(ids),
+    };
+    let rows = ssn.policies.order_keys(&ssn.events, call, ids.len());
+    let mut idx: Vec<usize> = (0..ids.len()).collect();
+    idx.sort_by(|&x, &y| {
+        rows.iter()
+            .map(|r| r[x].partial_cmp(&r[y]).unwrap_or(Ordering::Equal))
+            .find(|o| *o != Ordering::Equal)
+            .unwrap_or_else(|| fallback(ssn, kind, ids[x], ids[y]))
+    });
+    let sorted: Vec<u32> = idx.iter().map(|&i| ids[i]).collect();
+    ids.copy_from_slice(&sorted);
+}
+
+/// Removes and returns the first of `set` in current order (keys are asked
+/// afresh, so shares changed by earlier allocations count).
+pub fn pop_first(ssn: &mut Session, kind: Kind, set: &mut Vec<u32>) -> Option<u32> {
+    if set.is_empty() {
+        return None;
+    }
+    let mut sorted = set.clone();
+    sort(ssn, kind, &mut sorted);
+    let first = sorted[0];
+    set.retain(|&x| x != first);
+    Some(first)
+}
+
+/// Nodes where `task` fits: resources against FutureIdle (when
+/// `check_resources`) and every plugin predicate. Failures are recorded.
+pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Vec<u32> {
+    let mut errors = FitErrors { nodes: ssn.nodes(), ..Default::default() };
+    let req = ssn.req(task).to_vec();
+    let mut fits = Vec::with_capacity(ssn.nodes());
+    for n in 0..ssn.nodes() as u32 {
+        if check_resources {
+            if let Some(d) = resource::first_exceeding(&req, &ssn.future_idle(n)) {
+                let msg = format!("Insufficient {}", ssn.snap.dims[d]);
+                *errors.counts.entry(("resources".into(), msg)).or_default() += 1;
+                continue;
+            }
+        }
+        fits.push(n);
+    }
+    let verdicts = if fits.is_empty() { Vec::new() } else { ssn.policies.predicate(&ssn.events, task, &fits) };
+    let mut out = Vec::with_capacity(fits.len());
+    for (n, v) in fits.into_iter().zip(verdicts) {
+        match v {
+            None => out.push(n),
+            Some(r) => *errors.counts.entry((r.plugin, r.message)).or_default() += 1,
+        }
+    }
+    if out.is_empty() {
+        ssn.fit_errors.insert(task, errors);
+    } else {
+        ssn.fit_errors.remove(&task);
+    }
+    out
+}
+
+/// Volcano's node choice: nodes with room now before nodes with room once
+/// releasing pods are gone; then the highest summed score, ties at random.
+pub fn best_node(ssn: &mut Session, task: u32, nodes: &[u32]) -> Option<u32> {
+    let req = ssn.req(task).to_vec();
+    let now: Vec<u32> = nodes.iter().copied().filter(|&n| resource::less_equal(&req, &ssn.idle(n))).collect();
+    let gradient = if now.is_empty() { nodes.to_vec() } else { now };
+    match gradient.len() {
+        0 => None,
+        1 => Some(gradient[0]),
+        _ => {
+            let scores = if ssn.policies.any(P::NodeOrder) {
+                ssn.policies.node_scores(&ssn.events, task, &gradient)
+            } else {
+                vec![0.0; gradient.len()]
+            };
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let best: Vec<u32> =
+                gradient.iter().zip(&scores).filter(|(_, s)| **s == max).map(|(n, _)| *n).collect();
+            let pick = (ssn.random() % best.len() as u64) as usize;
+            Some(best[pick])
+        }
+    }
+}
+
+/// JobValid across plugins; records the reason when invalid.
+pub fn job_valid(ssn: &mut Session, job: u32) -> bool {
+    match ssn.policies.job_valid(&ssn.events, job) {
+        None => true,
+        Some((plugin, reason)) => {
+            ssn.note_job(job, format!("{reason} ({plugin})"));
+            false
+        }
+    }
+}
+
+/// JobReady: AND over plugins.
+pub fn job_ready(ssn: &mut Session, job: u32) -> bool {
+    ssn.policies.all_true(&ssn.events, Call::JobReady(job))
+}
+
+/// JobPipelined: tier vote.
+pub fn job_pipelined(ssn: &mut Session, job: u32) -> bool {
+    ssn.policies.vote(&ssn.events, Call::JobPipelined(job))
+}

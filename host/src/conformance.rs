@@ -1,0 +1,575 @@
+//! Runs scenario files in the format of `shared/conformance/volcano-scenarios.yaml`
+//! (its header documents every field): one line per scenario, pass, fail
+//! with the difference, or skipped with the reason — never a silent pass.
+
+use crate::actions;
+use crate::config::{scalar_string, PluginConf, SchedulerConfig};
+use crate::model::*;
+use crate::resource::{self, ResourceList};
+use crate::scheduler::{Library, Scheduler};
+use crate::session::{Outcome, Session, StatusOverrides};
+use crate::simulate::{Options, Simulation};
+use crate::wasm::contract::TaskStatus;
+use anyhow::{anyhow, bail, Result};
+use serde_yaml::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A scenario's verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Pass,
+    Fail(String),
+    Skip(String),
+}
+
+/// One scenario's name and verdict.
+#[derive(Clone, Debug)]
+pub struct Outcome1 {
+    pub name: String,
+    pub verdict: Verdict,
+}
+
+/// Expectation keys this runner checks, per place.
+const SESSION_KEYS: [&str; 9] =
+    ["binds", "bind_count", "evicted", "evict_count", "pipelined", "pipelined_count", "podgroup_phase", "job_in_session", "eventually"];
+const PLUGIN_FN_KEYS: [&str; 4] = ["node_scores", "predicate_status", "job_enqueueable", "backfill_candidates_in_order"];
+const EVENTUALLY_KEYS: [&str; 10] = [
+    "running_podgroups",
+    "inqueue_podgroups",
+    "evict_count",
+    "running_tasks",
+    "running",
+    "evicted_and_pending",
+    "bound_pods",
+    "podgroup_phase",
+    "running_jobs",
+    "evicted_jobs",
+];
+
+fn strs(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_sequence).map(|s| s.iter().filter_map(scalar_string).collect()).unwrap_or_default()
+}
+
+fn res(v: Option<&Value>, at: &str) -> Result<ResourceList> {
+    let mut out = ResourceList::new();
+    if let Some(m) = v.and_then(Value::as_mapping) {
+        for (k, q) in m {
+            let k = k.as_str().unwrap_or_default().to_string();
+            let q = scalar_string(q).ok_or_else(|| anyhow!("{at}.{k}: expected a quantity"))?;
+            out.insert(k.clone(), resource::parse_resource(&k, &q).map_err(|e| anyhow!("{at}.{k}: {e}"))?);
+        }
+    }
+    Ok(out)
+}
+
+fn smap(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_mapping)
+        .map(|m| m.iter().filter_map(|(k, v)| Some((scalar_string(k)?, scalar_string(v)?))).collect())
+        .unwrap_or_default()
+}
+
+fn int(v: Option<&Value>) -> Option<i64> {
+    v.and_then(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+}
+
+/// Builds the cluster a scenario describes; `at` prefixes errors.
+fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
+    let mut c = Cluster::default();
+    for (i, n) in s.get("nodes").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        let name = n.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: nodes[{i}].name: missing"))?;
+        c.nodes.push(Node {
+            name: name.into(),
+            allocatable: res(n.get("allocatable"), &format!("{at}: node {name}: allocatable"))?,
+            labels: smap(n.get("labels")),
+            ..Default::default()
+        });
+    }
+    for (i, q) in s.get("queues").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        let name = q.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: queues[{i}].name: missing"))?;
+        let qat = format!("{at}: queue {name}");
+        let mut affinity = BTreeMap::new();
+        for (kind, a, b) in [
+            ("required", "nodeGroupAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+            ("preferred", "nodeGroupAffinity", "preferredDuringSchedulingIgnoredDuringExecution"),
+            ("anti-required", "nodeGroupAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+            ("anti-preferred", "nodeGroupAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"),
+        ] {
+            let groups = strs(q.get("affinity").and_then(|x| x.get(a)).and_then(|x| x.get(b)));
+            if !groups.is_empty() {
+                affinity.insert(kind.to_string(), groups);
+            }
+        }
+        c.queues.push(Queue {
+            name: name.into(),
+            weight: q.get("weight").and_then(Value::as_f64).unwrap_or(1.0),
+            priority: int(q.get("priority")).unwrap_or(0) as i32,
+            parent: q.get("parent").and_then(Value::as_str).map(String::from),
+            reclaimable: q.get("reclaimable").and_then(Value::as_bool).unwrap_or(true),
+            state: match q.get("state").and_then(Value::as_str) {
+                None | Some("Open") => QueueState::Open,
+                Some("Closed") => QueueState::Closed,
+                Some("Closing") => QueueState::Closing,
+                Some(other) => bail!("{qat}: state: unknown {other:?}"),
+            },
+            capability: res(q.get("capability"), &format!("{qat}: capability"))?,
+            deserved: res(q.get("deserved"), &format!("{qat}: deserved"))?,
+            guarantee: res(q.get("guarantee"), &format!("{qat}: guarantee"))?,
+            annotations: smap(q.get("annotations")),
+            affinity,
+            created: i as i64,
+        });
+    }
+    for (name, v) in s.get("priority_classes").and_then(Value::as_mapping).into_iter().flatten() {
+        let name = scalar_string(name).unwrap_or_default();
+        let (value, never) = match v {
+            Value::Mapping(_) => (int(v.get("value")).unwrap_or(0), v.get("preemptionPolicy").and_then(Value::as_str) == Some("Never")),
+            _ => (int(Some(v)).unwrap_or(0), false),
+        };
+        c.priority_classes.insert(name, PriorityClass { value: value as i32, global_default: false, preempt_never: never });
+    }
+    for (i, g) in s.get("podgroups").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        let name = g.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: podgroups[{i}].name: missing"))?;
+        let gat = format!("{at}: podgroup {name}");
+        let phase = g.get("phase").and_then(Value::as_str).unwrap_or("");
+        c.podgroups.push(PodGroup {
+            namespace: g.get("namespace").and_then(Value::as_str).unwrap_or("default").into(),
+            name: name.into(),
+            queue: g.get("queue").and_then(Value::as_str).unwrap_or("default").into(),
+            min_member: int(g.get("min_member")).unwrap_or(0) as u32,
+            min_task_member: smap(g.get("min_task_member")).into_iter().map(|(k, v)| (k, v.parse().unwrap_or(0))).collect(),
+            min_resources: g.get("min_resources").map(|m| res(Some(m), &format!("{gat}: min_resources"))).transpose()?,
+            priority_class: g.get("priority_class").and_then(Value::as_str).map(String::from),
+            priority: int(g.get("priority")).map(|p| p as i32),
+            phase: Phase::parse(phase).ok_or_else(|| anyhow!("{gat}: phase: unknown {phase:?}"))?,
+            created: i as i64,
+            ..Default::default()
+        });
+    }
+    let mut overrides = StatusOverrides::new();
+    for (i, p) in s.get("pods").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        let name = p.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: pods[{i}].name: missing"))?;
+        let pat = format!("{at}: pod {name}");
+        let phase = p.get("phase").and_then(Value::as_str).unwrap_or("");
+        let pod = Pod {
+            namespace: p.get("namespace").and_then(Value::as_str).unwrap_or("default").into(),
+            name: name.into(),
+            group: p.get("group").and_then(Value::as_str).map(String::from),
+            scheduler_name: "volcano".into(),
+            requests: res(p.get("requests"), &format!("{pat}: requests"))?,
+            node: p.get("node").and_then(Value::as_str).map(String::from),
+            phase: PodPhase::parse(phase).ok_or_else(|| anyhow!("{pat}: phase: unknown {phase:?}"))?,
+            priority: int(p.get("priority")).map(|x| x as i32),
+            preemptable: p.get("preemptable").and_then(Value::as_bool).unwrap_or(true),
+            preempt_never: p.get("preemption_policy").and_then(Value::as_str) == Some("Never"),
+            task_spec: p.get("task_spec").and_then(Value::as_str).unwrap_or("").into(),
+            node_selector: smap(p.get("node_selector")),
+            created: i as i64,
+            ..Default::default()
+        };
+        if let Some(st) = p.get("session_status").and_then(Value::as_str) {
+            let status = match st {
+                "Pipelined" => TaskStatus::Pipelined,
+                "Allocated" => TaskStatus::Allocated,
+                "Binding" => TaskStatus::Binding,
+                "Releasing" => TaskStatus::Releasing,
+                other => bail!("{pat}: session_status: unknown {other:?}"),
+            };
+            overrides.insert(pod.key(), status);
+        }
+        c.pods.push(pod);
+    }
+    // e2e Volcano Jobs: the job controller creates pods once admitted.
+    for (i, j) in s.get("jobs").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        let name = j.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: jobs[{i}].name: missing"))?;
+        let requests = res(j.get("requests"), &format!("{at}: job {name}: requests"))?;
+        let tasks = int(j.get("tasks")).unwrap_or(1);
+        let min = int(j.get("min")).unwrap_or(tasks) as u32;
+        let class = j.get("priority_class").and_then(Value::as_str).map(String::from);
+        let templates: Vec<Pod> = (0..tasks)
+            .map(|k| Pod {
+                namespace: "e2e".into(),
+                name: format!("{name}-task-{k}"),
+                group: Some(name.into()),
+                scheduler_name: "volcano".into(),
+                requests: requests.clone(),
+                priority_class: class.clone(),
+                preemptable: j.get("preemptable").and_then(Value::as_bool).unwrap_or(true),
+                task_spec: "task".into(),
+                created: 1000 * i as i64 + k,
+                ..Default::default()
+            })
+            .collect();
+        let mut min_res = ResourceList::new();
+        for (k, v) in &requests {
+            min_res.insert(k.clone(), v * min as f64);
+        }
+        c.podgroups.push(PodGroup {
+            namespace: "e2e".into(),
+            name: name.into(),
+            queue: j.get("queue").and_then(Value::as_str).unwrap_or("default").into(),
+            min_member: min,
+            min_resources: Some(min_res),
+            priority_class: class,
+            created: 1000 * i as i64,
+            job_templates: templates,
+            ..Default::default()
+        });
+    }
+    Ok((c, overrides))
+}
+
+/// The scheduler config a scenario describes.
+fn config(s: &Value) -> SchedulerConfig {
+    let unset_is_on = s.get("config_defaults").and_then(Value::as_bool).unwrap_or(false);
+    let flags = s.get("plugin_flags");
+    let off = s.get("plugin_flags_false");
+    let args = s.get("plugin_args");
+    let tiers = s
+        .get("plugins")
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+        .map(|tier| {
+            strs(Some(tier))
+                .iter()
+                .map(|name| {
+                    let mut conf = PluginConf::new(name);
+                    match flags.and_then(|f| f.get(name.as_str())) {
+                        Some(Value::Sequence(list)) => {
+                            for sw in list.iter().filter_map(Value::as_str) {
+                                conf.switches.insert(sw.into(), true);
+                            }
+                        }
+                        Some(Value::Mapping(m)) => {
+                            for (k, v) in m {
+                                conf.switches.insert(k.as_str().unwrap_or_default().into(), v.as_bool().unwrap_or(false));
+                            }
+                        }
+                        _ => {}
+                    }
+                    for sw in strs(off.and_then(|f| f.get(name.as_str()))) {
+                        conf.switches.insert(sw, false);
+                    }
+                    conf.arguments = smap(args.and_then(|a| a.get(name.as_str()))).into_iter().collect();
+                    conf
+                })
+                .collect()
+        })
+        .collect();
+    let action_args = s
+        .get("action_args")
+        .and_then(Value::as_mapping)
+        .map(|m| m.iter().map(|(k, v)| (scalar_string(k).unwrap_or_default(), smap(Some(v)))).collect())
+        .unwrap_or_default();
+    SchedulerConfig { actions: strs(s.get("actions")), tiers, action_args, unset_is_on }
+}
+
+/// Why a scenario cannot run here, if it cannot.
+fn skip_reason(s: &Value, lib: &Library) -> Option<String> {
+    if s.get("historical").and_then(Value::as_bool) == Some(true) {
+        return Some("historical: behaviour of code Volcano removed".into());
+    }
+    let missing_actions: Vec<String> = strs(s.get("actions")).into_iter().filter(|a| actions::by_name(a).is_none()).collect();
+    if !missing_actions.is_empty() {
+        return Some(format!("needs action(s) not built yet: {}", missing_actions.join(", ")));
+    }
+    let plugins: BTreeSet<String> = s.get("plugins").and_then(Value::as_sequence).into_iter().flatten().flat_map(|t| strs(Some(t))).collect();
+    let missing: Vec<String> = plugins.into_iter().filter(|p| !lib.has(p)).collect();
+    if !missing.is_empty() {
+        return Some(format!("needs plugin(s) not built yet: {}", missing.join(", ")));
+    }
+    if s.get("external_pods").is_some() || s.get("steps").is_some() || s.get("sessions").is_some() {
+        return Some("uses external_pods/steps/sessions, which this runner does not model yet".into());
+    }
+    let expect = s.get("expect")?;
+    let mode = s.get("mode").and_then(Value::as_str).unwrap_or("session");
+    let allowed: &[&str] = match mode {
+        "plugin-fn" => &PLUGIN_FN_KEYS,
+        "session" => &SESSION_KEYS,
+        "eventual" => &["eventually"],
+        other => return Some(format!("mode {other:?} is not supported")),
+    };
+    for k in expect.as_mapping()?.keys().filter_map(Value::as_str) {
+        if !allowed.contains(&k) {
+            return Some(format!("expectation {k:?} is not checked by this runner yet"));
+        }
+    }
+    if let Some(ev) = expect.get("eventually").and_then(Value::as_mapping) {
+        for k in ev.keys().filter_map(Value::as_str) {
+            if !EVENTUALLY_KEYS.contains(&k) {
+                return Some(format!("eventual expectation {k:?} is not checked by this runner yet"));
+            }
+        }
+    }
+    None
+}
+
+/// Runs one scenario.
+pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> Outcome1 {
+    let name = s.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+    let verdict = match skip_reason(s, lib) {
+        Some(why) => Verdict::Skip(why),
+        None => match check(s, lib, &format!("{origin}: scenario {name}")) {
+            Ok(diffs) if diffs.is_empty() => Verdict::Pass,
+            Ok(diffs) => Verdict::Fail(diffs.join("; ")),
+            Err(e) => Verdict::Fail(format!("error: {e}")),
+        },
+    };
+    Outcome1 { name, verdict }
+}
+
+fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
+    let (cluster, overrides) = cluster(s, at)?;
+    let config = config(s);
+    let mut sched = Scheduler::new(config, lib);
+    let expect = s.get("expect").cloned().unwrap_or(Value::Null);
+    let mut diffs = Vec::new();
+    match s.get("mode").and_then(Value::as_str).unwrap_or("session") {
+        "plugin-fn" => {
+            sched.inspect(&cluster, &overrides, 0, |ssn| plugin_fn(ssn, &expect, &mut diffs));
+        }
+        "eventual" => eventually(&cluster, sched, &expect, &mut diffs),
+        _ => {
+            let out = sched.cycle(&cluster, &overrides, 0);
+            session_checks(&out, &expect, &mut diffs);
+            // Doc scenarios also state where later cycles settle.
+            eventually(&cluster, sched, &expect, &mut diffs);
+        }
+    }
+    Ok(diffs)
+}
+
+fn session_checks(out: &Outcome, expect: &Value, diffs: &mut Vec<String>) {
+    let names = &out.names;
+    let binds: BTreeMap<String, String> = out
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            crate::session::Decision::Bind { task, node } => {
+                Some((names.tasks[*task as usize].clone(), names.nodes[*node as usize].clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let evicted: Vec<String> = out
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            crate::session::Decision::Evict { task, .. } => Some(names.tasks[*task as usize].clone()),
+            _ => None,
+        })
+        .collect();
+    if let Some(want) = expect.get("binds") {
+        let want = smap(Some(want));
+        if want != binds {
+            diffs.push(format!("binds: want {want:?}, got {binds:?}"));
+        }
+    }
+    if let Some(n) = int(expect.get("bind_count")) {
+        if binds.len() as i64 != n {
+            diffs.push(format!("bind_count: want {n}, got {} ({binds:?})", binds.len()));
+        }
+    }
+    if let Some(want) = expect.get("evicted") {
+        let mut want = strs(Some(want));
+        want.sort();
+        let mut got = evicted.clone();
+        got.sort();
+        if want != got {
+            diffs.push(format!("evicted: want {want:?}, got {got:?}"));
+        }
+    }
+    if let Some(n) = int(expect.get("evict_count")) {
+        if evicted.len() as i64 != n {
+            diffs.push(format!("evict_count: want {n}, got {}", evicted.len()));
+        }
+    }
+    let pipelined: Vec<(String, String)> = out
+        .pipelined
+        .iter()
+        .map(|&(t, n)| (names.jobs[out.task_job[t as usize] as usize].clone(), names.nodes[n as usize].clone()))
+        .collect();
+    if let Some(want) = expect.get("pipelined").and_then(Value::as_mapping) {
+        for (job, nodes) in want {
+            let job = scalar_string(job).unwrap_or_default();
+            let allowed = strs(Some(nodes));
+            let got: Vec<&String> = pipelined.iter().filter(|(j, _)| *j == job).map(|(_, n)| n).collect();
+            if got.is_empty() || got.iter().any(|n| !allowed.contains(n)) {
+                diffs.push(format!("pipelined {job}: want on {allowed:?}, got {got:?}"));
+            }
+        }
+    }
+    if let Some(n) = int(expect.get("pipelined_count")) {
+        if pipelined.len() as i64 != n {
+            diffs.push(format!("pipelined_count: want {n}, got {}", pipelined.len()));
+        }
+    }
+    if let Some(want) = expect.get("podgroup_phase").and_then(Value::as_mapping) {
+        for (job, phase) in want {
+            let job = scalar_string(job).unwrap_or_default();
+            let want = scalar_string(phase).unwrap_or_default();
+            let got = names.jobs.iter().position(|j| *j == job).map(|j| crate::session::phase_name(out.job_phase[j]));
+            if got != Some(want.as_str()) {
+                diffs.push(format!("podgroup_phase {job}: want {want}, got {got:?}"));
+            }
+        }
+    }
+    if let Some(want) = expect.get("job_in_session").and_then(Value::as_mapping) {
+        for (job, present) in want {
+            let job = scalar_string(job).unwrap_or_default();
+            let got = names.jobs.contains(&job);
+            if Some(got) != present.as_bool() {
+                diffs.push(format!("job_in_session {job}: want {present:?}, got {got}"));
+            }
+        }
+    }
+}
+
+fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
+    let task = |ssn: &Session, key: &str| ssn.names.tasks.iter().position(|t| t == key).map(|t| t as u32);
+    let all_nodes: Vec<u32> = (0..ssn.nodes() as u32).collect();
+    for (key, want) in expect.get("node_scores").and_then(Value::as_mapping).into_iter().flatten() {
+        let key = scalar_string(key).unwrap_or_default();
+        let Some(t) = task(ssn, &key) else {
+            diffs.push(format!("node_scores: no task {key}"));
+            continue;
+        };
+        let scores = ssn.policies.node_scores(&ssn.events, t, &all_nodes);
+        for (node, w) in want.as_mapping().into_iter().flatten() {
+            let node = scalar_string(node).unwrap_or_default();
+            let w = w.as_f64().unwrap_or(f64::NAN);
+            let got = ssn.node_index.get(&node).map(|&n| scores[n as usize]);
+            if got.is_none_or(|g| (g - w).abs() > 1e-6 * w.abs().max(1.0)) {
+                diffs.push(format!("node_scores {key} on {node}: want {w}, got {got:?}"));
+            }
+        }
+    }
+    for (key, want) in expect.get("predicate_status").and_then(Value::as_mapping).into_iter().flatten() {
+        let key = scalar_string(key).unwrap_or_default();
+        let Some(t) = task(ssn, &key) else {
+            diffs.push(format!("predicate_status: no task {key}"));
+            continue;
+        };
+        let verdicts = ssn.policies.predicate(&ssn.events, t, &all_nodes);
+        for (node, w) in want.as_mapping().into_iter().flatten() {
+            let node = scalar_string(node).unwrap_or_default();
+            let w = scalar_string(w).unwrap_or_default();
+            let got = ssn.node_index.get(&node).map(|&n| match &verdicts[n as usize] {
+                None => "S",
+                Some(r) if r.unresolvable => "UU",
+                Some(_) => "U",
+            });
+            if got != Some(w.as_str()) {
+                diffs.push(format!("predicate_status {key} on {node}: want {w}, got {got:?}"));
+            }
+        }
+    }
+    for (key, want) in expect.get("job_enqueueable").and_then(Value::as_mapping).into_iter().flatten() {
+        let key = scalar_string(key).unwrap_or_default();
+        let Some(j) = ssn.names.jobs.iter().position(|x| *x == key) else {
+            diffs.push(format!("job_enqueueable: no job {key}"));
+            continue;
+        };
+        let got = ssn.policies.vote(&ssn.events, crate::plugin::Call::JobEnqueueable(j as u32));
+        if Some(got) != want.as_bool() {
+            diffs.push(format!("job_enqueueable {key}: want {want:?}, got {got}"));
+        }
+    }
+    if let Some(want) = expect.get("backfill_candidates_in_order") {
+        let want = strs(Some(want));
+        let got: Vec<String> = actions::backfill_candidates(ssn)
+            .into_iter()
+            .map(|t| ssn.names.tasks[t as usize].rsplit('/').next().unwrap_or_default().to_string())
+            .collect();
+        if want != got {
+            diffs.push(format!("backfill_candidates_in_order: want {want:?}, got {got:?}"));
+        }
+    }
+}
+
+fn eventually(cluster: &Cluster, sched: Scheduler, expect: &Value, diffs: &mut Vec<String>) {
+    let Some(want) = expect.get("eventually") else { return };
+    let mut sim = Simulation::from_cluster(cluster.clone(), sched, Options { max_cycles: 30, period: 1.0 });
+    let reports = sim.run();
+    let c = &sim.cluster;
+    let evictions: Vec<&(String, String, String)> = reports.iter().flat_map(|r| &r.evictions).collect();
+    let evicted: BTreeSet<&str> = evictions.iter().map(|e| e.0.as_str()).collect();
+    let group_of = |p: &Pod| c.podgroups.iter().find(|g| g.namespace == p.namespace && Some(&g.name) == p.group.as_ref());
+    let pg_name = |key: &str| key.rsplit('/').next().unwrap_or(key).to_string();
+    let count_phase = |phase: Phase, field: &str, diffs: &mut Vec<String>| {
+        for (q, n) in want.get(field).and_then(Value::as_mapping).into_iter().flatten() {
+            let q = scalar_string(q).unwrap_or_default();
+            let got = c.podgroups.iter().filter(|g| g.queue == q && g.phase == phase).count() as i64;
+            if Some(got) != int(Some(n)) {
+                diffs.push(format!("eventually {field} {q}: want {n:?}, got {got}"));
+            }
+        }
+    };
+    count_phase(Phase::Running, "running_podgroups", diffs);
+    count_phase(Phase::Inqueue, "inqueue_podgroups", diffs);
+    if let Some(n) = int(want.get("evict_count")) {
+        if evictions.len() as i64 != n {
+            diffs.push(format!("eventually evict_count: want {n}, got {}", evictions.len()));
+        }
+    }
+    for (job, n) in want.get("running_tasks").and_then(Value::as_mapping).into_iter().flatten() {
+        let job = scalar_string(job).unwrap_or_default();
+        let got = c
+            .pods
+            .iter()
+            .filter(|p| p.phase == PodPhase::Running && group_of(p).is_some_and(|g| pg_name(&g.key()) == job))
+            .count() as i64;
+        if Some(got) != int(Some(n)) {
+            diffs.push(format!("eventually running_tasks {job}: want {n:?}, got {got}"));
+        }
+    }
+    for key in strs(want.get("running")) {
+        if !c.pods.iter().any(|p| p.key() == key && p.phase == PodPhase::Running) {
+            diffs.push(format!("eventually running: {key} is not running"));
+        }
+    }
+    for key in strs(want.get("evicted_and_pending")) {
+        let pending = c.pods.iter().any(|p| p.key() == key && p.node.is_none());
+        if !evicted.contains(key.as_str()) || !pending {
+            diffs.push(format!("eventually evicted_and_pending: {key} (evicted {}, pending {pending})", evicted.contains(key.as_str())));
+        }
+    }
+    if let Some(n) = int(want.get("bound_pods")) {
+        let got = c.pods.iter().filter(|p| p.node.is_some()).count() as i64;
+        if got != n {
+            diffs.push(format!("eventually bound_pods: want {n}, got {got}"));
+        }
+    }
+    for (job, phase) in want.get("podgroup_phase").and_then(Value::as_mapping).into_iter().flatten() {
+        let job = scalar_string(job).unwrap_or_default();
+        let got = c.podgroups.iter().find(|g| pg_name(&g.key()) == job).map(|g| format!("{:?}", g.phase));
+        if got.as_deref() != phase.as_str() {
+            diffs.push(format!("eventually podgroup_phase {job}: want {phase:?}, got {got:?}"));
+        }
+    }
+    for job in strs(want.get("running_jobs")) {
+        if !c.podgroups.iter().any(|g| pg_name(&g.key()) == job && g.phase == Phase::Running) {
+            diffs.push(format!("eventually running_jobs: {job} is not Running"));
+        }
+    }
+    for job in strs(want.get("evicted_jobs")) {
+        let hit = evictions.iter().any(|e| {
+            c.pods.iter().find(|p| p.key() == e.0).and_then(group_of).is_some_and(|g| pg_name(&g.key()) == job)
+        });
+        if !hit {
+            diffs.push(format!("eventually evicted_jobs: no pod of {job} was evicted"));
+        }
+    }
+}
+
+/// Runs every scenario of a file.
+pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<Outcome1>> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let doc: Value = serde_yaml::from_str(&text).map_err(|e| anyhow!("{}: not valid YAML: {e}", path.display()))?;
+    let scenarios = doc
+        .get("scenarios")
+        .and_then(Value::as_sequence)
+        .ok_or_else(|| anyhow!("{}: field scenarios: missing or not a list", path.display()))?;
+    let origin = path.display().to_string();
+    Ok(scenarios.iter().map(|s| run_scenario(s, lib, &origin)).collect())
+}

@@ -1,0 +1,227 @@
+//! The cluster as the scheduler's cache holds it: nodes, queues, PodGroups
+//! (jobs), pods (tasks) and priority classes, in Volcano's units.
+
+use crate::resource::ResourceList;
+use std::collections::BTreeMap;
+
+/// A node taint.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+/// A pod toleration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+/// One match expression of a required node-affinity term.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MatchExpr {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    pub name: String,
+    pub allocatable: ResourceList,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+}
+
+/// Queue lifecycle state (maintained by Volcano's queue controller).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueState {
+    #[default]
+    Open,
+    Closed,
+    Closing,
+    Unknown,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Queue {
+    pub name: String,
+    pub weight: f64,
+    pub priority: i32,
+    /// `spec.parent`; `None` means `root` (or no hierarchy).
+    pub parent: Option<String>,
+    pub reclaimable: bool,
+    pub state: QueueState,
+    pub capability: ResourceList,
+    pub deserved: ResourceList,
+    pub guarantee: ResourceList,
+    pub annotations: BTreeMap<String, String>,
+    /// Node-group affinity lists by kind ("required", "preferred",
+    /// "anti-required", "anti-preferred").
+    pub affinity: BTreeMap<String, Vec<String>>,
+    /// Creation order: earlier queues win order ties.
+    pub created: i64,
+}
+
+/// PodGroup phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    #[default]
+    Pending,
+    Inqueue,
+    Running,
+    Unknown,
+    Completed,
+}
+
+impl Phase {
+    pub fn parse(s: &str) -> Option<Phase> {
+        Some(match s {
+            "" | "Pending" => Phase::Pending,
+            "Inqueue" => Phase::Inqueue,
+            "Running" => Phase::Running,
+            "Unknown" => Phase::Unknown,
+            "Completed" => Phase::Completed,
+            _ => return None,
+        })
+    }
+}
+
+/// A PodGroup: the unit of gang scheduling (a Volcano "job").
+#[derive(Clone, Debug, Default)]
+pub struct PodGroup {
+    pub namespace: String,
+    pub name: String,
+    pub queue: String,
+    pub min_member: u32,
+    pub min_task_member: BTreeMap<String, u32>,
+    pub min_resources: Option<ResourceList>,
+    pub priority_class: Option<String>,
+    /// An explicit job priority (scenario files); overrides the class.
+    pub priority: Option<i32>,
+    pub phase: Phase,
+    pub created: i64,
+    pub annotations: BTreeMap<String, String>,
+    /// Set for PodGroups of a Volcano Job: pods are created from these
+    /// templates once the group leaves Pending.
+    pub job_templates: Vec<Pod>,
+}
+
+impl PodGroup {
+    /// `namespace/name`, Volcano's JobID.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Pod phase as Kubernetes reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PodPhase {
+    #[default]
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    pub fn parse(s: &str) -> Option<PodPhase> {
+        Some(match s {
+            "" | "Pending" => PodPhase::Pending,
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            "Unknown" => PodPhase::Unknown,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    /// PodGroup name (annotation `scheduling.k8s.io/group-name`).
+    pub group: Option<String>,
+    pub scheduler_name: String,
+    pub requests: ResourceList,
+    pub node: Option<String>,
+    pub nominated_node: Option<String>,
+    pub phase: PodPhase,
+    pub deleting: bool,
+    pub priority: Option<i32>,
+    pub priority_class: Option<String>,
+    pub preemptable: bool,
+    pub preempt_never: bool,
+    pub task_spec: String,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    /// Required node-affinity terms (ORed), each a list of ANDed expressions.
+    pub affinity: Vec<Vec<MatchExpr>>,
+    pub annotations: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    pub created: i64,
+}
+
+impl Pod {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// A PriorityClass.
+#[derive(Clone, Debug, Default)]
+pub struct PriorityClass {
+    pub value: i32,
+    pub global_default: bool,
+    pub preempt_never: bool,
+}
+
+/// Everything the scheduler knows about the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub queues: Vec<Queue>,
+    pub podgroups: Vec<PodGroup>,
+    pub pods: Vec<Pod>,
+    pub priority_classes: BTreeMap<String, PriorityClass>,
+}
+
+impl Cluster {
+    pub fn queue(&self, name: &str) -> Option<&Queue> {
+        self.queues.iter().find(|q| q.name == name)
+    }
+    pub fn podgroup_mut(&mut self, namespace: &str, name: &str) -> Option<&mut PodGroup> {
+        self.podgroups.iter_mut().find(|g| g.namespace == namespace && g.name == name)
+    }
+
+    /// Resolves a priority class name to its value (globalDefault when unnamed).
+    pub fn class_priority(&self, class: Option<&str>) -> Option<i32> {
+        match class {
+            Some(c) => self.priority_classes.get(c).map(|p| p.value),
+            None => self.priority_classes.values().find(|p| p.global_default).map(|p| p.value),
+        }
+    }
+
+    /// Creates the `root` and `default` queues when missing, as Volcano does.
+    pub fn ensure_default_queues(&mut self) {
+        for (name, reclaimable) in [("root", false), ("default", true)] {
+            if self.queue(name).is_none() {
+                self.queues.push(Queue {
+                    name: name.into(),
+                    weight: 1.0,
+                    reclaimable,
+                    created: i64::MIN / 2,
+                    ..Default::default()
+                });
+            }
+        }
+    }
+}

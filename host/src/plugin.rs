@@ -1,0 +1,91 @@
+//! A loaded policy as the dispatcher sees it: one `call` entry point per
+//! extension point, whatever runs behind it (a Wasm component in production,
+//! a native build of the same crate in benchmarks).
+
+use crate::session::Names;
+use crate::wasm::contract::{Fit, PluginInfo, QueueFigures, Snapshot, Victims, Vote};
+use crate::wasm::contract::{Event, ExtensionPoint};
+use std::sync::Arc;
+
+/// One extension-point call with its arguments.
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'a> {
+    QueueOrder(&'a [u32]),
+    JobOrder(&'a [u32]),
+    TaskOrder(&'a [u32]),
+    VictimQueueOrder(&'a [u32], u32),
+    Predicate(u32, &'a [u32]),
+    NodeOrder(u32, &'a [u32]),
+    Overused(u32),
+    Allocatable(u32, u32),
+    Preemptive(u32, u32),
+    JobValid(u32),
+    JobReady(u32),
+    JobPipelined(u32),
+    JobEnqueueable(u32),
+    JobEnqueued(u32),
+    JobStarving(u32),
+    Preemptable(u32, &'a [u32]),
+    Reclaimable(u32, &'a [u32]),
+    VictimTasks,
+    TargetJob(&'a [u32]),
+    ReservedNodes,
+    QueueStatus(&'a [u32]),
+}
+
+impl Call<'_> {
+    /// The extension point this call belongs to.
+    pub fn point(&self) -> ExtensionPoint {
+        use ExtensionPoint as P;
+        match self {
+            Call::QueueOrder(_) => P::QueueOrder,
+            Call::JobOrder(_) => P::JobOrder,
+            Call::TaskOrder(_) => P::TaskOrder,
+            Call::VictimQueueOrder(..) => P::VictimQueueOrder,
+            Call::Predicate(..) => P::Predicate,
+            Call::NodeOrder(..) => P::NodeOrder,
+            Call::Overused(_) => P::Overused,
+            Call::Allocatable(..) => P::Allocatable,
+            Call::Preemptive(..) => P::Preemptive,
+            Call::JobValid(_) => P::JobValid,
+            Call::JobReady(_) => P::JobReady,
+            Call::JobPipelined(_) => P::JobPipelined,
+            Call::JobEnqueueable(_) => P::JobEnqueueable,
+            Call::JobEnqueued(_) => P::JobEnqueued,
+            Call::JobStarving(_) => P::JobStarving,
+            Call::Preemptable(..) => P::Preemptable,
+            Call::Reclaimable(..) => P::Reclaimable,
+            Call::VictimTasks => P::VictimTasks,
+            Call::TargetJob(_) => P::TargetJob,
+            Call::ReservedNodes => P::ReservedNodes,
+            Call::QueueStatus(_) => P::QueueStatus,
+        }
+    }
+}
+
+/// A plugin's answer to a [`Call`].
+#[derive(Clone, Debug)]
+pub enum Answer {
+    Keys(Vec<f64>),
+    Fit(Fit),
+    Bool(bool),
+    Vote(Vote),
+    Invalid(Option<String>),
+    Victims(Victims),
+    Ids(Vec<u32>),
+    Id(Option<u32>),
+    QueueStatus(QueueFigures),
+    Unit,
+}
+
+/// A loaded policy. Errors are plugin faults (traps, deadline, bad output):
+/// the dispatcher reports them and goes on without the plugin.
+pub trait Backend: Send {
+    fn info(&self) -> &PluginInfo;
+    /// Where the plugin came from (file path or `built-in`).
+    fn origin(&self) -> &str;
+    fn open_session(&mut self, snap: &Snapshot, names: &Arc<Names>, args: &[(String, String)]) -> Result<(), String>;
+    fn close_session(&mut self) -> Result<(), String>;
+    fn on_events(&mut self, events: &[Event]) -> Result<(), String>;
+    fn call(&mut self, call: Call<'_>) -> Result<Answer, String>;
+}

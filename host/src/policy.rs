@@ -1,0 +1,426 @@
+//! The policy dispatcher: asks every plugin that implements an extension
+//! point (and whose enable switch is on) and combines the answers across tiers
+//! exactly as Volcano's `session_plugins.go` does (reference §5).
+//!
+//! A plugin that traps, times out or answers out of contract is reported as a
+//! [`Fault`] and abstains for the rest of the session; the cycle goes on.
+
+use crate::config::PluginConf;
+use crate::plugin::{Answer, Backend, Call};
+use crate::session::Names;
+use crate::wasm::contract::{Event, ExtensionPoint as P, Snapshot, Vote};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The enable switch gating an extension point; `None` = always consulted.
+pub fn switch_for(point: P) -> Option<&'static str> {
+    Some(match point {
+        P::QueueOrder => "enableQueueOrder",
+        P::JobOrder => "enableJobOrder",
+        P::TaskOrder => "enableTaskOrder",
+        P::Predicate => "enablePredicate",
+        P::NodeOrder => "enableNodeOrder",
+        P::Overused => "enabledOverused",
+        P::Allocatable => "enabledAllocatable",
+        P::Preemptive => "enablePreemptive",
+        P::JobReady => "enableJobReady",
+        P::JobPipelined => "enableJobPipelined",
+        P::JobEnqueueable | P::JobEnqueued => "enableJobEnqueued",
+        P::JobStarving => "enableJobStarving",
+        P::Preemptable => "enablePreemptable",
+        P::Reclaimable => "enableReclaimable",
+        P::VictimTasks => "enabledVictim",
+        P::TargetJob => "enableTargetJob",
+        P::ReservedNodes => "enableReservedNodes",
+        P::VictimQueueOrder | P::JobValid | P::QueueStatus | P::Events => return None,
+    })
+}
+
+/// A plugin misbehaving during a session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub plugin: String,
+    pub point: String,
+    pub message: String,
+}
+
+/// A node rejected by a plugin's predicate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reject {
+    pub plugin: String,
+    pub message: String,
+    pub unresolvable: bool,
+}
+
+/// One configured plugin.
+pub struct Slot {
+    pub conf: PluginConf,
+    pub backend: Box<dyn Backend>,
+    points: Vec<P>,
+    delivered: usize,
+    down: bool,
+}
+
+impl Slot {
+    pub fn new(conf: PluginConf, backend: Box<dyn Backend>) -> Self {
+        let points = backend.info().points.iter().copied().collect();
+        Slot { conf, backend, points, delivered: 0, down: false }
+    }
+
+    /// Whether this plugin is asked about `point`: it implements it, its
+    /// switch is on, and it has not faulted this session.
+    fn answers(&self, point: P, unset_is_on: bool) -> bool {
+        !self.down
+            && self.points.contains(&point)
+            && switch_for(point).is_none_or(|s| self.conf.switch(s, unset_is_on))
+    }
+}
+
+/// The configured tiers of plugins.
+pub struct Policies {
+    pub tiers: Vec<Vec<Slot>>,
+    /// Config-file semantics: unset switches are on.
+    pub unset_is_on: bool,
+    pub faults: Vec<Fault>,
+}
+
+fn point_name(p: P) -> String {
+    format!("{p:?}")
+}
+
+impl Policies {
+    pub fn new(tiers: Vec<Vec<Slot>>, unset_is_on: bool) -> Self {
+        Policies { tiers, unset_is_on, faults: Vec::new() }
+    }
+
+    fn enabled(&self, slot: &Slot, point: P) -> bool {
+        slot.answers(point, self.unset_is_on)
+    }
+
+    /// Whether any plugin answers `point`.
+    pub fn any(&self, point: P) -> bool {
+        self.tiers.iter().flatten().any(|s| self.enabled(s, point))
+    }
+
+    fn fail(faults: &mut Vec<Fault>, slot: &mut Slot, point: P, message: String) {
+        tracing::warn!(plugin = %slot.conf.name, point = ?point, "plugin fault: {message}");
+        faults.push(Fault { plugin: slot.conf.name.clone(), point: point_name(point), message });
+        slot.down = true;
+    }
+
+    /// Opens a session in every plugin; a plugin that fails to open sits the
+    /// session out.
+    pub fn open(&mut self, snap: &Snapshot, names: &Arc<Names>) {
+        self.faults.clear();
+        for slot in self.tiers.iter_mut().flatten() {
+            slot.delivered = 0;
+            slot.down = false;
+            if let Err(e) = slot.backend.open_session(snap, names, &slot.conf.arguments) {
+                let msg = format!("open-session failed: {e}");
+                Self::fail(&mut self.faults, slot, P::Events, msg);
+            }
+        }
+    }
+
+    /// Closes the session in every plugin.
+    pub fn close(&mut self, events: &[Event]) {
+        for slot in self.tiers.iter_mut().flatten() {
+            if slot.down {
+                let _ = slot.backend.close_session();
+                continue;
+            }
+            if slot.points.contains(&P::Events) && slot.delivered < events.len() {
+                if let Err(e) = slot.backend.on_events(&events[slot.delivered..]) {
+                    Self::fail(&mut self.faults, slot, P::Events, e);
+                }
+            }
+            if let Err(e) = slot.backend.close_session() {
+                Self::fail(&mut self.faults, slot, P::Events, format!("close-session failed: {e}"));
+            }
+        }
+    }
+
+    /// Calls one plugin after delivering the events it has not seen.
+    fn ask(faults: &mut Vec<Fault>, slot: &mut Slot, events: &[Event], call: Call<'_>) -> Option<Answer> {
+        if slot.delivered < events.len() {
+            let r = slot.backend.on_events(&events[slot.delivered..]);
+            slot.delivered = events.len();
+            if let Err(e) = r {
+                Self::fail(faults, slot, P::Events, e);
+                return None;
+            }
+        }
+        match slot.backend.call(call) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                Self::fail(faults, slot, call.point(), e);
+                None
+            }
+        }
+    }
+
+    /// Every enabled plugin's answer, in tier order, with the tier index.
+    fn each(&mut self, events: &[Event], call: Call<'_>, mut f: impl FnMut(usize, &str, Answer) -> Result<bool, String>) {
+        let point = call.point();
+        let unset_is_on = self.unset_is_on;
+        for (ti, tier) in self.tiers.iter_mut().enumerate() {
+            for slot in tier.iter_mut() {
+                if !slot.answers(point, unset_is_on) {
+                    continue;
+                }
+                if let Some(a) = Self::ask(&mut self.faults, slot, events, call) {
+                    match f(ti, &slot.conf.name, a) {
+                        Ok(true) => {}
+                        Ok(false) => return,
+                        Err(e) => Self::fail(&mut self.faults, slot, point, e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sort keys of every plugin for `ids` (one row per plugin, tier order).
+    pub fn order_keys(&mut self, events: &[Event], call: Call<'_>, n: usize) -> Vec<Vec<f64>> {
+        let mut rows = Vec::new();
+        self.each(events, call, |_, _, a| match a {
+            Answer::Keys(k) if k.len() == n && k.iter().all(|x| !x.is_nan()) => {
+                rows.push(k);
+                Ok(true)
+            }
+            Answer::Keys(k) => Err(format!("returned {} keys for {n} ids, or a NaN key", k.len())),
+            other => Err(format!("unexpected answer {other:?}")),
+        });
+        rows
+    }
+
+    /// Predicates over `nodes`, ANDed: for each node the first rejection.
+    pub fn predicate(&mut self, events: &[Event], task: u32, nodes: &[u32]) -> Vec<Option<Reject>> {
+        let mut out: Vec<Option<Reject>> = vec![None; nodes.len()];
+        let point = P::Predicate;
+        let unset_is_on = self.unset_is_on;
+        for slot in self.tiers.iter_mut().flatten() {
+            if !slot.answers(point, unset_is_on) {
+                continue;
+            }
+            // Only nodes still standing are asked about.
+            let idx: Vec<usize> = (0..nodes.len()).filter(|&i| out[i].is_none()).collect();
+            if idx.is_empty() {
+                break;
+            }
+            let ask: Vec<u32> = idx.iter().map(|&i| nodes[i]).collect();
+            let Some(a) = Self::ask(&mut self.faults, slot, events, Call::Predicate(task, &ask)) else {
+                continue;
+            };
+            let fit = match a {
+                Answer::Fit(f) if f.codes.len() == ask.len() && f.codes.iter().all(|&c| (c as usize) <= f.reasons.len()) => f,
+                other => {
+                    let msg = format!("predicate answer out of contract: {other:?}");
+                    Self::fail(&mut self.faults, slot, point, msg);
+                    continue;
+                }
+            };
+            for (k, &code) in fit.codes.iter().enumerate() {
+                if code > 0 {
+                    let r = &fit.reasons[code as usize - 1];
+                    out[idx[k]] = Some(Reject {
+                        plugin: slot.conf.name.clone(),
+                        message: r.message.clone(),
+                        unresolvable: r.unresolvable,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Node scores summed over all plugins.
+    pub fn node_scores(&mut self, events: &[Event], task: u32, nodes: &[u32]) -> Vec<f64> {
+        let mut total = vec![0.0; nodes.len()];
+        let n = nodes.len();
+        self.each(events, Call::NodeOrder(task, nodes), |_, _, a| match a {
+            Answer::Keys(k) if k.len() == n && k.iter().all(|x| x.is_finite()) => {
+                total.iter_mut().zip(k).for_each(|(t, s)| *t += s);
+                Ok(true)
+            }
+            other => Err(format!("node-order answer out of contract (length or non-finite score): {other:?}")),
+        });
+        total
+    }
+
+    /// OR over all plugins (no plugin ⇒ false): overused.
+    pub fn any_true(&mut self, events: &[Event], call: Call<'_>) -> bool {
+        let mut r = false;
+        self.each(events, call, |_, _, a| match a {
+            Answer::Bool(b) => {
+                r |= b;
+                Ok(!r)
+            }
+            other => Err(format!("unexpected answer {other:?}")),
+        });
+        r
+    }
+
+    /// AND over all plugins (no plugin ⇒ true): allocatable, preemptive, job-ready.
+    pub fn all_true(&mut self, events: &[Event], call: Call<'_>) -> bool {
+        let mut r = true;
+        self.each(events, call, |_, _, a| match a {
+            Answer::Bool(b) => {
+                r &= b;
+                Ok(r)
+            }
+            other => Err(format!("unexpected answer {other:?}")),
+        });
+        r
+    }
+
+    /// Tier voting (pipelined, enqueueable): a Reject decides at once, a Permit
+    /// decides at the end of its tier, no decision ⇒ true.
+    pub fn vote(&mut self, events: &[Event], call: Call<'_>) -> bool {
+        let mut permit_tier: Option<usize> = None;
+        let mut rejected = false;
+        self.each(events, call, |ti, _, a| {
+            if permit_tier.is_some_and(|t| ti > t) {
+                return Ok(false);
+            }
+            match a {
+                Answer::Vote(Vote::Reject) => {
+                    rejected = true;
+                    Ok(false)
+                }
+                Answer::Vote(Vote::Permit) => {
+                    permit_tier.get_or_insert(ti);
+                    Ok(true)
+                }
+                Answer::Vote(Vote::Abstain) => Ok(true),
+                other => Err(format!("unexpected answer {other:?}")),
+            }
+        });
+        !rejected
+    }
+
+    /// The first plugin that finds the job invalid, with its reason.
+    pub fn job_valid(&mut self, events: &[Event], job: u32) -> Option<(String, String)> {
+        let mut r = None;
+        self.each(events, Call::JobValid(job), |_, name, a| match a {
+            Answer::Invalid(Some(reason)) => {
+                r = Some((name.to_string(), reason));
+                Ok(false)
+            }
+            Answer::Invalid(None) => Ok(true),
+            other => Err(format!("unexpected answer {other:?}")),
+        });
+        r
+    }
+
+    /// Notifies every plugin that a job was admitted.
+    pub fn job_enqueued(&mut self, events: &[Event], job: u32) {
+        self.each(events, Call::JobEnqueued(job), |_, _, _| Ok(true));
+    }
+
+    /// The first tier with any plugin decides (AND within it); none ⇒ false.
+    pub fn job_starving(&mut self, events: &[Event], job: u32) -> bool {
+        let mut tier = None;
+        let mut r = true;
+        self.each(events, Call::JobStarving(job), |ti, _, a| {
+            if tier.is_some_and(|t| t != ti) {
+                return Ok(false);
+            }
+            tier = Some(ti);
+            match a {
+                Answer::Bool(b) => {
+                    r &= b;
+                    Ok(true)
+                }
+                other => Err(format!("unexpected answer {other:?}")),
+            }
+        });
+        tier.is_some() && r
+    }
+
+    /// Victim selection with Volcano's tier quirks (reference §5.1): an
+    /// empty answer makes its tier abstain, an empty intersection resets, the
+    /// first tier with victims decides.
+    pub fn victims(&mut self, events: &[Event], call: Call<'_>, candidates: &[u32]) -> Option<Vec<u32>> {
+        let allowed: HashSet<u32> = candidates.iter().copied().collect();
+        let mut victims: Option<Vec<u32>> = None;
+        let mut skip_tier = None;
+        let mut current = None;
+        self.each(events, call, |ti, _, a| {
+            if current != Some(ti) {
+                if victims.as_ref().is_some_and(|v| !v.is_empty()) {
+                    return Ok(false);
+                }
+                current = Some(ti);
+            }
+            if skip_tier == Some(ti) {
+                return Ok(true);
+            }
+            let v = match a {
+                Answer::Victims(v) => v,
+                other => return Err(format!("unexpected answer {other:?}")),
+            };
+            if let Some(bad) = v.tasks.iter().find(|t| !allowed.contains(t)) {
+                return Err(format!("named victim {bad}, which is not a candidate"));
+            }
+            if v.vote == Vote::Abstain {
+                return Ok(true);
+            }
+            if v.tasks.is_empty() {
+                victims = None;
+                skip_tier = Some(ti);
+                return Ok(true);
+            }
+            victims = Some(match victims.take() {
+                None => v.tasks,
+                Some(prev) => {
+                    let keep: HashSet<u32> = v.tasks.into_iter().collect();
+                    let both: Vec<u32> = prev.into_iter().filter(|t| keep.contains(t)).collect();
+                    if both.is_empty() {
+                        return Ok(true);
+                    }
+                    both
+                }
+            });
+            Ok(true)
+        });
+        victims
+    }
+
+    /// Per tier the union of victim-task answers; the first non-empty tier decides.
+    pub fn victim_tasks(&mut self, events: &[Event]) -> Vec<u32> {
+        let mut by_tier: Vec<(usize, Vec<u32>)> = Vec::new();
+        self.each(events, Call::VictimTasks, |ti, _, a| match a {
+            Answer::Ids(ids) => {
+                match by_tier.last_mut() {
+                    Some((t, v)) if *t == ti => v.extend(ids),
+                    _ => by_tier.push((ti, ids)),
+                }
+                Ok(true)
+            }
+            other => Err(format!("unexpected answer {other:?}")),
+        });
+        let mut out = by_tier.into_iter().map(|(_, v)| v).find(|v| !v.is_empty()).unwrap_or_default();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The first plugin's queue status (deserved rows, shares) for `queues`.
+    pub fn queue_status(&mut self, events: &[Event], queues: &[u32], dims: usize) -> Option<(String, Vec<f64>, Vec<f64>)> {
+        let mut r = None;
+        let n = queues.len();
+        self.each(events, Call::QueueStatus(queues), |_, name, a| match a {
+            Answer::QueueStatus(st) if st.deserved.len() == n * dims && st.share.len() == n => {
+                r = Some((name.to_string(), st.deserved, st.share));
+                Ok(false)
+            }
+            other => Err(format!("queue-status answer out of contract: {other:?}")),
+        });
+        r
+    }
+
+    /// Names of plugins in tier order.
+    pub fn names(&self) -> Vec<String> {
+        self.tiers.iter().flatten().map(|s| s.conf.name.clone()).collect()
+    }
+}

@@ -1,0 +1,122 @@
+//! What a simulated cycle shows a user, as text or JSON.
+
+use crate::resource::{display, ResourceList};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// A queue's figures after a cycle.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueueRow {
+    pub name: String,
+    pub allocated: ResourceList,
+    /// From the quota plugin (proportion/capacity), when one is configured.
+    pub deserved: Option<ResourceList>,
+    pub share: Option<f64>,
+    /// PodGroups in the queue.
+    pub jobs: usize,
+}
+
+/// Everything that happened in one cycle.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CycleReport {
+    pub cycle: usize,
+    /// Simulated seconds since the start.
+    pub time: f64,
+    pub arrivals: Vec<String>,
+    pub started: Vec<String>,
+    pub completed: Vec<String>,
+    pub restarted: Vec<String>,
+    pub admitted: Vec<String>,
+    /// (pod, node)
+    pub binds: Vec<(String, String)>,
+    /// (pod, node, reason)
+    pub evictions: Vec<(String, String, String)>,
+    /// (pod, node): reserved this cycle, not bound.
+    pub pipelined: Vec<(String, String)>,
+    /// (podgroup, new phase)
+    pub phases: Vec<(String, String)>,
+    pub queues: Vec<QueueRow>,
+    pub quota_plugin: Option<String>,
+    /// (pod or job, why it is still waiting)
+    pub pending: Vec<(String, String)>,
+    /// Plugin faults (the cycle went on without the plugin).
+    pub faults: Vec<String>,
+}
+
+impl CycleReport {
+    /// Nothing was decided or changed.
+    pub fn is_quiet(&self) -> bool {
+        self.arrivals.is_empty()
+            && self.started.is_empty()
+            && self.completed.is_empty()
+            && self.restarted.is_empty()
+            && self.admitted.is_empty()
+            && self.binds.is_empty()
+            && self.evictions.is_empty()
+            && self.phases.is_empty()
+    }
+
+    /// Human-readable lines; the queue table only when it differs from `prev`.
+    pub fn text(&self, prev: Option<&CycleReport>) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "── cycle {} (t={}s) ──", self.cycle, self.time);
+        let mut line = |tag: &str, what: String| {
+            let _ = writeln!(s, "  {tag:<10} {what}");
+        };
+        for a in &self.arrivals {
+            line("arrived", a.clone());
+        }
+        for p in &self.completed {
+            line("completed", p.clone());
+        }
+        for p in &self.restarted {
+            line("restarted", format!("{p} (recreated by its job)"));
+        }
+        for p in &self.started {
+            line("running", p.clone());
+        }
+        for j in &self.admitted {
+            line("admitted", j.clone());
+        }
+        for (p, n) in &self.binds {
+            line("bind", format!("{p} → {n}"));
+        }
+        for (p, n) in &self.pipelined {
+            line("pipelined", format!("{p} → {n} (waits for resources being freed)"));
+        }
+        for (p, n, why) in &self.evictions {
+            line("evict", format!("{p} on {n}: {why}"));
+        }
+        for (g, ph) in &self.phases {
+            line("phase", format!("{g} → {ph}"));
+        }
+        for f in &self.faults {
+            line("FAULT", f.clone());
+        }
+        let same = prev.is_some_and(|p| format!("{:?}", p.queues) == format!("{:?}", self.queues));
+        if !self.queues.is_empty() && !same {
+            let _ = writeln!(s, "  queues{}:", self.quota_plugin.as_ref().map(|p| format!(" (deserved by {p})")).unwrap_or_default());
+            for q in self.queues.iter().filter(|q| q.jobs > 0) {
+                let alloc = fmt_list(&q.allocated);
+                let des = q.deserved.as_ref().map(|d| format!("  deserved {}", fmt_list(d))).unwrap_or_default();
+                let share = q.share.map(|x| format!("  share {x:.2}")).unwrap_or_default();
+                let _ = writeln!(s, "    {:<12} allocated {alloc}{des}{share}", q.name);
+            }
+        }
+        for (p, why) in &self.pending {
+            let _ = writeln!(s, "  waiting    {p}: {why}");
+        }
+        s
+    }
+}
+
+/// `cpu 2, memory 4Gi` (pods left out).
+pub fn fmt_list(l: &ResourceList) -> String {
+    let parts: Vec<String> =
+        l.iter().filter(|(k, _)| k.as_str() != "pods").map(|(k, v)| format!("{k} {}", display(k, *v))).collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}

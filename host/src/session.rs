@@ -1,0 +1,600 @@
+//! One scheduling cycle's state: a columnar snapshot of the cluster (the same
+//! [`Snapshot`] every plugin receives), the derived job counters, the event
+//! log that keeps plugins in step, and the decisions taken.
+
+use crate::model::{Cluster, PodPhase};
+use crate::policy::Policies;
+use crate::resource::{self, BASE_DIMS, PODS};
+use crate::wasm::contract::{
+    AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, TaskStatus, Taint,
+    Toleration,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// The id meaning "none".
+pub const NONE: u32 = u32::MAX;
+
+/// Display names of the session's objects (kept out of the snapshot).
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    pub nodes: Vec<String>,
+    pub queues: Vec<String>,
+    /// `namespace/podgroup`.
+    pub jobs: Vec<String>,
+    /// `namespace/pod`.
+    pub tasks: Vec<String>,
+}
+
+/// Where a task's request counts on its node: (used, releasing, pipelined).
+pub fn node_share(status: TaskStatus) -> (bool, bool, bool) {
+    use TaskStatus::*;
+    match status {
+        Allocated | Binding | Bound | Running => (true, false, false),
+        Releasing => (true, true, false),
+        Pipelined => (false, false, true),
+        Pending | Succeeded | Failed | Unknown => (false, false, false),
+    }
+}
+
+/// Volcano's `AllocatedStatus`.
+pub fn is_allocated(s: TaskStatus) -> bool {
+    matches!(s, TaskStatus::Allocated | TaskStatus::Binding | TaskStatus::Bound | TaskStatus::Running)
+}
+
+/// A PodGroup phase as Kubernetes spells it.
+pub fn phase_name(p: JobPhase) -> &'static str {
+    match p {
+        JobPhase::Pending => "Pending",
+        JobPhase::Inqueue => "Inqueue",
+        JobPhase::Running => "Running",
+        JobPhase::Unknown => "Unknown",
+        JobPhase::Completed => "Completed",
+    }
+}
+
+/// A decision the session commits.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    Bind { task: u32, node: u32 },
+    Evict { task: u32, reason: String },
+}
+
+/// Why a pending task was not placed, per plugin (for explanations).
+#[derive(Clone, Debug, Default)]
+pub struct FitErrors {
+    /// (plugin or `resources`, message) → number of nodes.
+    pub counts: BTreeMap<(String, String), usize>,
+    pub nodes: usize,
+}
+
+impl FitErrors {
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> =
+            self.counts.iter().map(|((p, m), n)| format!("{n} {m} ({p})")).collect();
+        format!("0/{} nodes are available: {}", self.nodes, parts.join(", "))
+    }
+}
+
+/// Per-session host-side facts about tasks and jobs not in the snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Extra {
+    pub task_pod: Vec<usize>,
+    pub task_best_effort: Vec<bool>,
+    pub task_preempt_never: Vec<bool>,
+    pub task_nominated: Vec<u32>,
+    pub task_uid: Vec<String>,
+    pub job_pg: Vec<usize>,
+    pub job_tasks: Vec<Vec<u32>>,
+    pub job_roles: Vec<BTreeMap<u32, u32>>,
+    pub queue_created: Vec<i64>,
+}
+
+/// The state of one cycle.
+pub struct Session {
+    pub snap: Snapshot,
+    pub names: Arc<Names>,
+    pub extra: Extra,
+    pub d: usize,
+    pub policies: Policies,
+    /// Every state change, in order; plugins receive the part they have not seen.
+    pub events: Vec<Event>,
+    pub decisions: Vec<Decision>,
+    /// Why tasks stayed pending.
+    pub fit_errors: HashMap<u32, FitErrors>,
+    /// Why whole jobs were skipped (invalid, not admitted…).
+    pub job_reasons: HashMap<u32, String>,
+    pub job_ready: Vec<u32>,
+    pub job_waiting: Vec<u32>,
+    pub job_pending_best_effort: Vec<u32>,
+    pub node_index: HashMap<String, u32>,
+    pub queue_index: HashMap<String, u32>,
+    /// Actions configured this cycle (allocate admits jobs itself without enqueue).
+    pub actions: Vec<String>,
+    /// Per-action arguments.
+    pub action_args: BTreeMap<String, BTreeMap<String, String>>,
+    /// Random source for node-score ties (seeded: runs are reproducible).
+    pub rng: u64,
+}
+
+struct Interner {
+    strings: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Interner {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
+    match phase {
+        _ if deleting && matches!(phase, PodPhase::Running | PodPhase::Pending) => TaskStatus::Releasing,
+        PodPhase::Running => TaskStatus::Running,
+        PodPhase::Pending if bound => TaskStatus::Bound,
+        PodPhase::Pending => TaskStatus::Pending,
+        PodPhase::Succeeded => TaskStatus::Succeeded,
+        PodPhase::Failed => TaskStatus::Failed,
+        PodPhase::Unknown => TaskStatus::Unknown,
+    }
+}
+
+/// Task status overrides (pod key → status) used by scenario files.
+pub type StatusOverrides = HashMap<String, TaskStatus>;
+
+impl Session {
+    /// Snapshots `cluster` and opens the session in every plugin.
+    pub fn open(cluster: &Cluster, policies: Policies, overrides: &StatusOverrides, now_ms: i64, seed: u64) -> Session {
+        let mut dims: Vec<String> = BASE_DIMS.iter().map(|s| s.to_string()).collect();
+        let mut scalars = BTreeSet::new();
+        let lists = cluster
+            .nodes
+            .iter()
+            .map(|n| &n.allocatable)
+            .chain(cluster.pods.iter().map(|p| &p.requests))
+            .chain(cluster.queues.iter().flat_map(|q| [&q.capability, &q.deserved, &q.guarantee]))
+            .chain(cluster.podgroups.iter().filter_map(|g| g.min_resources.as_ref()));
+        for l in lists {
+            scalars.extend(l.keys().filter(|k| !BASE_DIMS.contains(&k.as_str())).cloned());
+        }
+        dims.extend(scalars);
+        let d = dims.len();
+        let dim_index: HashMap<&str, usize> = dims.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+        let dense = |l: &crate::resource::ResourceList| {
+            let mut row = vec![0.0; d];
+            for (k, v) in l {
+                row[dim_index[k.as_str()]] = *v;
+            }
+            row
+        };
+        let sparse = |owner: u32, l: &crate::resource::ResourceList, out: &mut Vec<Quantity>| {
+            for (k, v) in l {
+                out.push(Quantity { owner, dim: dim_index[k.as_str()] as u32, value: *v });
+            }
+        };
+        let mut strings = Interner { strings: vec![String::new()], index: HashMap::from([(String::new(), 0)]) };
+        let mut names = Names::default();
+        let mut extra = Extra::default();
+        let mut snap = empty_snapshot(dims.clone());
+
+        let mut node_index = HashMap::new();
+        for (i, n) in cluster.nodes.iter().enumerate() {
+            node_index.insert(n.name.clone(), i as u32);
+            names.nodes.push(n.name.clone());
+            let row = dense(&n.allocatable);
+            resource::add_scaled(&mut snap.total, &row, 1.0);
+            snap.node_allocatable.extend(&row);
+            snap.node_unschedulable.push(n.unschedulable);
+            for (k, v) in &n.labels {
+                snap.node_labels.push(Label { owner: i as u32, key: strings.id(k), value: strings.id(v) });
+            }
+            for t in &n.taints {
+                snap.node_taints.push(Taint {
+                    node: i as u32,
+                    key: strings.id(&t.key),
+                    value: strings.id(&t.value),
+                    effect: strings.id(&t.effect),
+                });
+            }
+        }
+        let nn = cluster.nodes.len();
+        snap.node_used = vec![0.0; nn * d];
+        snap.node_releasing = vec![0.0; nn * d];
+        snap.node_pipelined = vec![0.0; nn * d];
+
+        let mut queue_index = HashMap::new();
+        for (i, q) in cluster.queues.iter().enumerate() {
+            queue_index.insert(q.name.clone(), i as u32);
+        }
+        let root = queue_index.get("root").copied();
+        for (i, q) in cluster.queues.iter().enumerate() {
+            let i = i as u32;
+            names.queues.push(q.name.clone());
+            let parent = match &q.parent {
+                Some(p) => queue_index.get(p).copied().unwrap_or(NONE),
+                None if Some(i) != root => root.unwrap_or(NONE),
+                None => NONE,
+            };
+            snap.queue_parent.push(parent);
+            snap.queue_weight.push(q.weight);
+            snap.queue_priority.push(q.priority);
+            snap.queue_reclaimable.push(q.reclaimable);
+            snap.queue_state.push(match q.state {
+                crate::model::QueueState::Open => QueueState::Open,
+                crate::model::QueueState::Closed => QueueState::Closed,
+                crate::model::QueueState::Closing => QueueState::Closing,
+                crate::model::QueueState::Unknown => QueueState::Unknown,
+            });
+            sparse(i, &q.capability, &mut snap.queue_capability);
+            sparse(i, &q.deserved, &mut snap.queue_deserved);
+            sparse(i, &q.guarantee, &mut snap.queue_guarantee);
+            for (k, v) in &q.annotations {
+                snap.queue_annotations.push(Label { owner: i, key: strings.id(k), value: strings.id(v) });
+            }
+            for (kind, groups) in &q.affinity {
+                for g in groups {
+                    snap.queue_affinity.push(Label { owner: i, key: strings.id(kind), value: strings.id(g) });
+                }
+            }
+            extra.queue_created.push(q.created);
+        }
+
+        // Jobs: PodGroups whose queue exists (others are invisible, as in Volcano).
+        let mut job_of: HashMap<(&str, &str), u32> = HashMap::new();
+        for (gi, g) in cluster.podgroups.iter().enumerate() {
+            let Some(&q) = queue_index.get(&g.queue) else { continue };
+            let j = snap.job_queue.len() as u32;
+            job_of.insert((g.namespace.as_str(), g.name.as_str()), j);
+            names.jobs.push(g.key());
+            extra.job_pg.push(gi);
+            snap.job_queue.push(q);
+            snap.job_min_available.push(g.min_member);
+            snap.job_has_min_resources.push(g.min_resources.is_some());
+            if let Some(m) = &g.min_resources {
+                sparse(j, m, &mut snap.job_min_resources);
+            }
+            let mut roles = BTreeMap::new();
+            for (role, &count) in &g.min_task_member {
+                let r = strings.id(role);
+                roles.insert(r, count);
+                snap.job_min_task_member.push(RoleMin { job: j, role: r, count });
+            }
+            extra.job_roles.push(roles);
+            let prio = g.priority.or_else(|| cluster.class_priority(g.priority_class.as_deref())).unwrap_or(0);
+            snap.job_priority.push(prio);
+            snap.job_phase.push(match g.phase {
+                crate::model::Phase::Pending => JobPhase::Pending,
+                crate::model::Phase::Inqueue => JobPhase::Inqueue,
+                crate::model::Phase::Running => JobPhase::Running,
+                crate::model::Phase::Unknown => JobPhase::Unknown,
+                crate::model::Phase::Completed => JobPhase::Completed,
+            });
+            snap.job_created_ms.push(g.created);
+            for (k, v) in &g.annotations {
+                snap.job_annotations.push(Label { owner: j, key: strings.id(k), value: strings.id(v) });
+            }
+            extra.job_tasks.push(Vec::new());
+        }
+
+        // Tasks, and node usage from every pod on a node (other schedulers' too).
+        for (pi, p) in cluster.pods.iter().enumerate() {
+            let mut req = dense(&p.requests);
+            req[PODS] += 1.0;
+            let node = p.node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE);
+            let mut status = task_status(p.phase, p.node.is_some(), p.deleting);
+            let job = p.group.as_ref().and_then(|g| job_of.get(&(p.namespace.as_str(), g.as_str())).copied());
+            if let Some(&s) = overrides.get(&p.key()) {
+                status = s;
+            }
+            if node != NONE {
+                add_to_node(&mut snap, d, node, &req, status, 1.0);
+            }
+            let Some(j) = job else { continue };
+            let t = snap.task_job.len() as u32;
+            names.tasks.push(p.key());
+            extra.task_pod.push(pi);
+            extra.task_best_effort.push(resource::is_empty(&req));
+            extra.task_preempt_never.push(
+                p.preempt_never
+                    || p.priority_class.as_ref().and_then(|c| cluster.priority_classes.get(c)).is_some_and(|c| c.preempt_never),
+            );
+            extra.task_nominated
+                .push(p.nominated_node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE));
+            extra.task_uid.push(format!("{}-{}", p.namespace, p.name));
+            extra.job_tasks[j as usize].push(t);
+            snap.task_job.push(j);
+            snap.task_status.push(status);
+            snap.task_node.push(node);
+            snap.task_resreq.extend(&req);
+            let prio = p
+                .annotations
+                .get("volcano.sh/task-priority")
+                .and_then(|v| v.parse().ok())
+                .or(p.priority)
+                .unwrap_or(1);
+            snap.task_priority.push(prio);
+            snap.task_preemptable.push(p.preemptable);
+            snap.task_role.push(strings.id(&p.task_spec));
+            snap.task_namespace.push(strings.id(&p.namespace));
+            snap.task_priority_class.push(strings.id(p.priority_class.as_deref().unwrap_or("")));
+            snap.task_created_ms.push(p.created);
+            for (k, v) in &p.node_selector {
+                snap.task_node_selector.push(Label { owner: t, key: strings.id(k), value: strings.id(v) });
+            }
+            for tol in &p.tolerations {
+                snap.task_tolerations.push(Toleration {
+                    task: t,
+                    key: strings.id(&tol.key),
+                    operator: strings.id(if tol.operator.is_empty() { "Equal" } else { &tol.operator }),
+                    value: strings.id(&tol.value),
+                    effect: strings.id(&tol.effect),
+                });
+            }
+            for (term, exprs) in p.affinity.iter().enumerate() {
+                for e in exprs {
+                    let values = e.values.iter().map(|v| strings.id(v)).collect();
+                    snap.task_affinity.push(AffinityExpr {
+                        task: t,
+                        term: term as u32,
+                        key: strings.id(&e.key),
+                        operator: strings.id(&e.operator),
+                        values,
+                    });
+                }
+            }
+        }
+        snap.strings = strings.strings;
+        let _ = now_ms;
+
+        let jobs = snap.job_queue.len();
+        let names = Arc::new(names);
+        let mut s = Session {
+            snap,
+            names,
+            extra,
+            d,
+            policies,
+            events: Vec::new(),
+            decisions: Vec::new(),
+            fit_errors: HashMap::new(),
+            job_reasons: HashMap::new(),
+            job_ready: vec![0; jobs],
+            job_waiting: vec![0; jobs],
+            job_pending_best_effort: vec![0; jobs],
+            node_index,
+            queue_index,
+            actions: Vec::new(),
+            action_args: BTreeMap::new(),
+            rng: seed | 1,
+        };
+        for t in 0..s.tasks() as u32 {
+            s.count(t, s.snap.task_status[t as usize], 1);
+        }
+        let (snap, names) = (&s.snap, &s.names);
+        s.policies.open(snap, names);
+        s
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.snap.node_unschedulable.len()
+    }
+    pub fn queues(&self) -> usize {
+        self.snap.queue_parent.len()
+    }
+    pub fn jobs(&self) -> usize {
+        self.snap.job_queue.len()
+    }
+    pub fn tasks(&self) -> usize {
+        self.snap.task_job.len()
+    }
+    pub fn req(&self, t: u32) -> &[f64] {
+        &self.snap.task_resreq[t as usize * self.d..(t as usize + 1) * self.d]
+    }
+    fn node_row(&self, v: &[f64], n: u32) -> Vec<f64> {
+        v[n as usize * self.d..(n as usize + 1) * self.d].to_vec()
+    }
+    /// `allocatable − used`.
+    pub fn idle(&self, n: u32) -> Vec<f64> {
+        let mut r = self.node_row(&self.snap.node_allocatable, n);
+        resource::add_scaled(&mut r, &self.snap.node_used[n as usize * self.d..(n as usize + 1) * self.d], -1.0);
+        r
+    }
+    /// `idle + releasing − pipelined` (Volcano's FutureIdle).
+    pub fn future_idle(&self, n: u32) -> Vec<f64> {
+        let mut r = self.idle(n);
+        let range = n as usize * self.d..(n as usize + 1) * self.d;
+        resource::add_scaled(&mut r, &self.snap.node_releasing[range.clone()], 1.0);
+        resource::add_scaled(&mut r, &self.snap.node_pipelined[range], -1.0);
+        r
+    }
+    pub fn task_status(&self, t: u32) -> TaskStatus {
+        self.snap.task_status[t as usize]
+    }
+    pub fn task_job(&self, t: u32) -> u32 {
+        self.snap.task_job[t as usize]
+    }
+    pub fn job_queue(&self, j: u32) -> u32 {
+        self.snap.job_queue[j as usize]
+    }
+    pub fn job_min(&self, j: u32) -> u32 {
+        self.snap.job_min_available[j as usize]
+    }
+    /// Volcano's `IsPending`: the PodGroup has not been admitted.
+    pub fn job_is_pending(&self, j: u32) -> bool {
+        self.snap.job_phase[j as usize] == JobPhase::Pending
+    }
+    /// Ready + pending best-effort ≥ minAvailable (Volcano's IsReady).
+    pub fn job_is_ready(&self, j: u32) -> bool {
+        let j = j as usize;
+        self.job_ready[j] + self.job_pending_best_effort[j] >= self.snap.job_min_available[j]
+    }
+
+    fn count(&mut self, t: u32, status: TaskStatus, sign: i32) {
+        let j = self.snap.task_job[t as usize] as usize;
+        let add = |v: &mut u32| *v = (*v as i32 + sign).max(0) as u32;
+        if is_allocated(status) || status == TaskStatus::Succeeded {
+            add(&mut self.job_ready[j]);
+        }
+        if status == TaskStatus::Pipelined {
+            add(&mut self.job_waiting[j]);
+        }
+        if status == TaskStatus::Pending && self.extra.task_best_effort[t as usize] {
+            add(&mut self.job_pending_best_effort[j]);
+        }
+    }
+
+    /// Moves a task to `status` on `node`, updating accounting and logging the event.
+    pub fn set_task(&mut self, t: u32, status: TaskStatus, node: u32) {
+        let old = self.snap.task_status[t as usize];
+        let old_node = self.snap.task_node[t as usize];
+        let req = self.req(t).to_vec();
+        self.count(t, old, -1);
+        if old_node != NONE {
+            add_to_node(&mut self.snap, self.d, old_node, &req, old, -1.0);
+        }
+        self.snap.task_status[t as usize] = status;
+        self.snap.task_node[t as usize] = node;
+        self.count(t, status, 1);
+        if node != NONE {
+            add_to_node(&mut self.snap, self.d, node, &req, status, 1.0);
+        }
+        let holds = |s: TaskStatus| is_allocated(s) || s == TaskStatus::Pipelined;
+        match (holds(old), holds(status)) {
+            (false, true) => self.events.push(Event { kind: EventKind::Allocate, task: t, node, status }),
+            (true, false) => self.events.push(Event { kind: EventKind::Deallocate, task: t, node: old_node, status }),
+            (true, true) if old != status || old_node != node => {
+                // Handlers see a give-back then a take, so their sums stay exact.
+                let gone = TaskStatus::Pending;
+                self.events.push(Event { kind: EventKind::Deallocate, task: t, node: old_node, status: gone });
+                self.events.push(Event { kind: EventKind::Allocate, task: t, node, status });
+            }
+            _ => {}
+        }
+    }
+
+    /// A random number for tie-breaks (xorshift; reproducible per seed).
+    pub fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
+    /// Records why a job was skipped (first reason wins).
+    pub fn note_job(&mut self, j: u32, reason: String) {
+        self.job_reasons.entry(j).or_insert(reason);
+    }
+
+    /// Closes the plugins' sessions; returns the policies for the next cycle.
+    pub fn close(mut self) -> (Outcome, Policies) {
+        let queues: Vec<u32> = (0..self.queues() as u32).collect();
+        let queue_status = self.policies.queue_status(&self.events, &queues, self.d);
+        let events = std::mem::take(&mut self.events);
+        self.policies.close(&events);
+        let outcome = Outcome {
+            decisions: self.decisions,
+            pipelined: (0..self.snap.task_job.len() as u32)
+                .filter(|&t| self.snap.task_status[t as usize] == TaskStatus::Pipelined)
+                .map(|t| (t, self.snap.task_node[t as usize]))
+                .collect(),
+            job_phase: self.snap.job_phase.clone(),
+            fit_errors: self.fit_errors,
+            job_reasons: self.job_reasons,
+            faults: std::mem::take(&mut self.policies.faults),
+            names: self.names,
+            extra: self.extra,
+            dims: self.snap.dims.clone(),
+            task_job: self.snap.task_job.clone(),
+            queue_status,
+        };
+        (outcome, self.policies)
+    }
+}
+
+/// What a closed session hands back to the cache.
+pub struct Outcome {
+    pub decisions: Vec<Decision>,
+    /// Tasks left pipelined (task, node): they evaporate, as in Volcano.
+    pub pipelined: Vec<(u32, u32)>,
+    pub job_phase: Vec<JobPhase>,
+    pub fit_errors: HashMap<u32, FitErrors>,
+    pub job_reasons: HashMap<u32, String>,
+    pub faults: Vec<crate::policy::Fault>,
+    pub names: Arc<Names>,
+    pub extra: Extra,
+    pub dims: Vec<String>,
+    pub task_job: Vec<u32>,
+    /// The quota plugin's (name, deserved rows, shares) per queue.
+    pub queue_status: Option<(String, Vec<f64>, Vec<f64>)>,
+}
+
+fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: TaskStatus, sign: f64) {
+    let (used, releasing, pipelined) = node_share(status);
+    let range = node as usize * d..(node as usize + 1) * d;
+    if used {
+        resource::add_scaled(&mut snap.node_used[range.clone()], req, sign);
+    }
+    if releasing {
+        resource::add_scaled(&mut snap.node_releasing[range.clone()], req, sign);
+    }
+    if pipelined {
+        resource::add_scaled(&mut snap.node_pipelined[range], req, sign);
+    }
+}
+
+fn empty_snapshot(dims: Vec<String>) -> Snapshot {
+    let d = dims.len();
+    Snapshot {
+        dims,
+        strings: vec![],
+        total: vec![0.0; d],
+        node_allocatable: vec![],
+        node_used: vec![],
+        node_releasing: vec![],
+        node_pipelined: vec![],
+        node_unschedulable: vec![],
+        node_labels: vec![],
+        node_taints: vec![],
+        queue_parent: vec![],
+        queue_weight: vec![],
+        queue_priority: vec![],
+        queue_reclaimable: vec![],
+        queue_state: vec![],
+        queue_capability: vec![],
+        queue_deserved: vec![],
+        queue_guarantee: vec![],
+        queue_annotations: vec![],
+        queue_affinity: vec![],
+        job_queue: vec![],
+        job_min_available: vec![],
+        job_has_min_resources: vec![],
+        job_min_resources: vec![],
+        job_min_task_member: vec![],
+        job_priority: vec![],
+        job_phase: vec![],
+        job_created_ms: vec![],
+        job_annotations: vec![],
+        task_job: vec![],
+        task_status: vec![],
+        task_node: vec![],
+        task_resreq: vec![],
+        task_priority: vec![],
+        task_preemptable: vec![],
+        task_role: vec![],
+        task_namespace: vec![],
+        task_priority_class: vec![],
+        task_created_ms: vec![],
+        task_node_selector: vec![],
+        task_tolerations: vec![],
+        task_affinity: vec![],
+    }
+}

@@ -1,0 +1,7 @@
+//! Host bindings for `wit/scheduler.wit`. Everything else in tephra uses the
+//! types generated here.
+
+wasmtime::component::bindgen!({
+    world: "plugin",
+    path: "../wit",
+});

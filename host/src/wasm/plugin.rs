@@ -1,0 +1,148 @@
+//! One plugin component: compiled once, instantiated fresh for every session
+//! (~40 µs), and discarded after any trap.
+
+use super::bindings::{Plugin, PluginPre};
+use super::contract::{Event, PluginInfo, Snapshot};
+use super::engine::{Runtime, State};
+use crate::plugin::{Answer, Backend, Call};
+use crate::session::Names;
+use anyhow::{anyhow, bail, Result};
+use std::sync::Arc;
+use wasmtime::component::Component;
+use wasmtime::Store;
+
+/// A policy running as a WebAssembly component.
+pub struct WasmPlugin {
+    runtime: Runtime,
+    pre: PluginPre<State>,
+    info: PluginInfo,
+    origin: String,
+    live: Option<(Store<State>, Plugin)>,
+}
+
+fn fault(e: wasmtime::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}
+
+impl WasmPlugin {
+    /// Compiles and validates a component; `origin` names it in errors.
+    pub fn load(runtime: &Runtime, bytes: &[u8], origin: &str) -> Result<Self> {
+        let component = Component::new(&runtime.engine, bytes)
+            .map_err(|e| anyhow!("{origin}: not a loadable WebAssembly component: {}", fault(e)))?;
+        let pre = runtime
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| anyhow!("{origin}: imports something the host does not offer: {}", fault(e)))?;
+        let pre = PluginPre::new(pre).map_err(|e| {
+            anyhow!("{origin}: does not export tephra:scheduler/policy@{}: {}", crate::CONTRACT, fault(e))
+        })?;
+        let mut store = Store::new(&runtime.engine, runtime.state(origin, Arc::default()));
+        store.set_epoch_deadline(runtime.deadline_ticks());
+        let instance = pre.instantiate(&mut store).map_err(|e| anyhow!("{origin}: instantiation failed: {}", fault(e)))?;
+        let info = instance
+            .tephra_scheduler_policy()
+            .call_info(&mut store)
+            .map_err(|e| anyhow!("{origin}: info() trapped: {}", fault(e)))?;
+        if info.contract != crate::CONTRACT {
+            bail!("{origin}: built against contract {:?}, this host speaks {:?}", info.contract, crate::CONTRACT);
+        }
+        if info.name.is_empty() {
+            bail!("{origin}: info() returned an empty plugin name");
+        }
+        Ok(WasmPlugin { runtime: runtime.clone(), pre, info, origin: origin.to_string(), live: None })
+    }
+
+    fn with<R>(&mut self, f: impl FnOnce(&Plugin, &mut Store<State>) -> wasmtime::Result<R>) -> Result<R, String> {
+        let Some((store, plugin)) = self.live.as_mut() else {
+            return Err("no live instance (it trapped earlier this session)".into());
+        };
+        store.set_epoch_deadline(self.runtime.deadline_ticks());
+        match f(plugin, store) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                // A trapped instance cannot be entered again.
+                self.live = None;
+                Err(fault(e))
+            }
+        }
+    }
+}
+
+impl Backend for WasmPlugin {
+    fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+
+    fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    fn open_session(&mut self, snap: &Snapshot, names: &Arc<Names>, args: &[(String, String)]) -> Result<(), String> {
+        let mut store = Store::new(&self.runtime.engine, self.runtime.state(&self.info.name, names.clone()));
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(self.runtime.deadline_ticks());
+        let plugin = self.pre.instantiate(&mut store).map_err(fault)?;
+        self.live = Some((store, plugin));
+        self.with(|p, s| p.tephra_scheduler_policy().call_open_session(s, snap, args))?
+    }
+
+    fn close_session(&mut self) -> Result<(), String> {
+        let r = self.with(|p, s| p.tephra_scheduler_policy().call_close_session(s));
+        if let Some((store, _)) = self.live.take() {
+            let out = store.data().output.contents();
+            for line in String::from_utf8_lossy(&out).lines().filter(|l| !l.trim().is_empty()) {
+                tracing::info!(plugin = %self.info.name, "{line}");
+            }
+        }
+        r
+    }
+
+    fn on_events(&mut self, events: &[Event]) -> Result<(), String> {
+        self.with(|p, s| p.tephra_scheduler_policy().call_on_events(s, events))
+    }
+
+    fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
+        self.with(|p, s| {
+            let p = p.tephra_scheduler_policy();
+            Ok(match call {
+                Call::QueueOrder(ids) => Answer::Keys(p.call_queue_order(s, ids)?),
+                Call::JobOrder(ids) => Answer::Keys(p.call_job_order(s, ids)?),
+                Call::TaskOrder(ids) => Answer::Keys(p.call_task_order(s, ids)?),
+                Call::VictimQueueOrder(ids, q) => Answer::Keys(p.call_victim_queue_order(s, ids, q)?),
+                Call::Predicate(t, nodes) => Answer::Fit(p.call_predicate(s, t, nodes)?),
+                Call::NodeOrder(t, nodes) => Answer::Keys(p.call_node_order(s, t, nodes)?),
+                Call::Overused(q) => Answer::Bool(p.call_overused(s, q)?),
+                Call::Allocatable(q, t) => Answer::Bool(p.call_allocatable(s, q, t)?),
+                Call::Preemptive(q, t) => Answer::Bool(p.call_preemptive(s, q, t)?),
+                Call::JobValid(j) => Answer::Invalid(p.call_job_valid(s, j)?),
+                Call::JobReady(j) => Answer::Bool(p.call_job_ready(s, j)?),
+                Call::JobPipelined(j) => Answer::Vote(p.call_job_pipelined(s, j)?),
+                Call::JobEnqueueable(j) => Answer::Vote(p.call_job_enqueueable(s, j)?),
+                Call::JobEnqueued(j) => {
+                    p.call_job_enqueued(s, j)?;
+                    Answer::Unit
+                }
+                Call::JobStarving(j) => Answer::Bool(p.call_job_starving(s, j)?),
+                Call::Preemptable(t, c) => Answer::Victims(p.call_preemptable(s, t, c)?),
+                Call::Reclaimable(t, c) => Answer::Victims(p.call_reclaimable(s, t, c)?),
+                Call::VictimTasks => Answer::Ids(p.call_victim_tasks(s)?),
+                Call::TargetJob(jobs) => Answer::Id(p.call_target_job(s, jobs)?),
+                Call::ReservedNodes => Answer::Ids(p.call_reserved_nodes(s)?),
+                Call::QueueStatus(q) => Answer::QueueStatus(p.call_queue_status(s, q)?),
+            })
+        })
+    }
+}
+
+impl Clone for WasmPlugin {
+    /// A second handle on the same compiled component (no live instance).
+    fn clone(&self) -> Self {
+        WasmPlugin {
+            runtime: self.runtime.clone(),
+            pre: self.pre.clone(),
+            info: self.info.clone(),
+            origin: self.origin.clone(),
+            live: None,
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Nodeorder: kube-scheduler's resource scores, weighted and summed as
+//! Volcano's `nodeorder` plugin does (reference §8.9). Each score is 0–100
+//! with kube-scheduler's integer arithmetic:
+//! - LeastAllocated (`leastrequested.weight`, default 1) and MostAllocated
+//!   (`mostrequested.weight`, default 0): mean over cpu and memory;
+//! - BalancedAllocation (`balancedresource.weight`, default 1): 100 × (1 − std)
+//!   of the requested/allocatable fractions of cpu, memory and, as Volcano
+//!   configures it, `nvidia.com/gpu` when the task asks for it.
+//!
+//! Not scored: NodeAffinity preferred terms (`nodeaffinity.weight`) are not in
+//! the snapshot, nor are the inputs of pod affinity, image locality and
+//! topology spread. Kube-scheduler's non-zero defaults for requestless
+//! containers (100m cpu, 200Mi) are not applied: the snapshot has no per-container
+//! requests.
+
+use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session};
+
+const CPU: usize = 0;
+const MEMORY: usize = 1;
+const MAX_SCORE: i64 = 100;
+
+#[derive(Default)]
+pub struct NodeOrder {
+    least: f64,
+    most: f64,
+    balanced: f64,
+    gpu: Option<usize>,
+}
+
+/// Mean of `score` over the dimensions with capacity (kube-scheduler skips
+/// zero-allocatable resources); `dims` holds (requested, allocatable).
+fn mean(dims: &[(i64, i64)], score: fn(i64, i64) -> i64) -> i64 {
+    let scores: Vec<i64> = dims
+        .iter()
+        .filter(|d| d.1 != 0)
+        .map(|&(r, a)| score(r, a))
+        .collect();
+    scores
+        .iter()
+        .sum::<i64>()
+        .checked_div(scores.len() as i64)
+        .unwrap_or(0)
+}
+
+fn least_requested(requested: i64, capacity: i64) -> i64 {
+    if requested > capacity {
+        0
+    } else {
+        (capacity - requested) * MAX_SCORE / capacity
+    }
+}
+
+fn most_requested(requested: i64, capacity: i64) -> i64 {
+    requested.min(capacity) * MAX_SCORE / capacity
+}
+
+/// `(1 − std) × 100` of the fractions, each capped at 1.
+fn balanced(dims: &[(i64, i64)]) -> i64 {
+    let f: Vec<f64> = dims
+        .iter()
+        .filter(|d| d.1 != 0)
+        .map(|&(r, a)| (r as f64 / a as f64).min(1.0))
+        .collect();
+    let std = match f.len() {
+        0 | 1 => 0.0,
+        2 => ((f[0] - f[1]) / 2.0).abs(),
+        n => {
+            let mean = f.iter().sum::<f64>() / n as f64;
+            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_SCORE as f64) as i64
+}
+
+impl Policy for NodeOrder {
+    const NAME: &'static str = "nodeorder";
+    const POINTS: &'static [P] = &[P::NodeOrder];
+
+    fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
+        self.least = args.f64("leastrequested.weight", 1.0)?;
+        self.most = args.f64("mostrequested.weight", 0.0)?;
+        self.balanced = args.f64("balancedresource.weight", 1.0)?;
+        self.gpu = s.dim("nvidia.com/gpu");
+        Ok(())
+    }
+
+    fn node_score(&mut self, s: &Session, task: u32, node: u32) -> f64 {
+        let req = s.task_req(task);
+        // Kube-scheduler's NodeInfo, as Volcano builds it, holds every task on
+        // the node: pipelined ones count as requested too.
+        let (used, pipelined, alloc) = (
+            s.node_used(node),
+            s.node_pipelined(node),
+            s.node_allocatable(node),
+        );
+        let pair = |d: usize| {
+            (
+                (used[d] + pipelined[d] + req[d]).round() as i64,
+                alloc[d].round() as i64,
+            )
+        };
+        let cpu_mem = [pair(CPU), pair(MEMORY)];
+        let mut score = 0.0;
+        if self.least != 0.0 {
+            score += self.least * mean(&cpu_mem, least_requested) as f64;
+        }
+        if self.most != 0.0 {
+            score += self.most * mean(&cpu_mem, most_requested) as f64;
+        }
+        // Best-effort tasks get 0; an extended resource counts only when requested.
+        let gpu = self.gpu.filter(|&g| req[g].round() > 0.0);
+        if self.balanced != 0.0
+            && (gpu.is_some() || req[CPU].round() > 0.0 || req[MEMORY].round() > 0.0)
+        {
+            let mut dims = cpu_mem.to_vec();
+            dims.extend(gpu.map(pair));
+            score += self.balanced * balanced(&dims) as f64;
+        }
+        score
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+tephra_sdk::export_plugin!(NodeOrder);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tephra_sdk::{Runtime, SnapshotBuilder, TaskStatus, NONE};
+
+    /// Score of a pending task `req` on a node `alloc` already running `used`.
+    fn score_with(
+        scalars: &[&str],
+        alloc: &[f64],
+        used: &[f64],
+        req: &[f64],
+        args: &[(&str, &str)],
+    ) -> f64 {
+        let mut b = SnapshotBuilder::new(scalars);
+        let n = b.node(alloc);
+        let q = b.queue(1.0);
+        let j = b.job(q, 1);
+        b.task(j, used, TaskStatus::Running, n);
+        let t = b.task(j, req, TaskStatus::Pending, NONE);
+        let s = b.build();
+        let mut p = NodeOrder::default();
+        let args = args
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        p.open(&s, &Args::from_pairs(args)).unwrap();
+        p.node_score(&s, t, n)
+    }
+
+    fn score(alloc: &[f64], used: &[f64], req: &[f64], args: &[(&str, &str)]) -> f64 {
+        score_with(&[], alloc, used, req, args)
+    }
+
+    const ONLY_LEAST: [(&str, &str); 1] = [("balancedresource.weight", "0")];
+    const ONLY_MOST: [(&str, &str); 3] = [
+        ("leastrequested.weight", "0"),
+        ("balancedresource.weight", "0"),
+        ("mostrequested.weight", "1"),
+    ];
+    const ONLY_BALANCED: [(&str, &str); 1] = [("leastrequested.weight", "0")];
+
+    #[test]
+    fn scores_with_integer_truncation() {
+        // Requested cpu 1000/3000, memory 5000/10000.
+        let (alloc, used, req) = ([3000.0, 10000.0, 110.0], [500.0, 2000.0], [500.0, 3000.0]);
+        // (2000·100/3000 = 66 + 50) / 2
+        assert_eq!(score(&alloc, &used, &req, &ONLY_LEAST), 58.0);
+        // (33 + 50) / 2
+        assert_eq!(score(&alloc, &used, &req, &ONLY_MOST), 41.0);
+        // std = (1/2 − 1/3) / 2 ⇒ 91.67 truncated
+        assert_eq!(score(&alloc, &used, &req, &ONLY_BALANCED), 91.0);
+        // Defaults: least 1, balanced 1, most 0.
+        assert_eq!(score(&alloc, &used, &req, &[]), 58.0 + 91.0);
+        let weighted = [
+            ("leastrequested.weight", "0"),
+            ("mostrequested.weight", "2"),
+            ("balancedresource.weight", "3"),
+        ];
+        assert_eq!(
+            score(&alloc, &used, &req, &weighted),
+            2.0 * 41.0 + 3.0 * 91.0
+        );
+    }
+
+    #[test]
+    fn over_capacity() {
+        // cpu 1200/1000 (over), memory 250/1000.
+        let (alloc, used, req) = ([1000.0, 1000.0, 110.0], [800.0, 150.0], [400.0, 100.0]);
+        assert_eq!(score(&alloc, &used, &req, &ONLY_LEAST), 37.0); // (0 + 75) / 2
+        assert_eq!(score(&alloc, &used, &req, &ONLY_MOST), 62.0); // (100 + 25) / 2
+        assert_eq!(score(&alloc, &used, &req, &ONLY_BALANCED), 62.0); // fractions 1, 0.25
+    }
+
+    #[test]
+    fn zero_allocatable_dimensions_are_skipped() {
+        let (alloc, req) = ([2000.0, 0.0, 110.0], [500.0, 100.0]);
+        assert_eq!(score(&alloc, &[], &req, &ONLY_LEAST), 75.0);
+        assert_eq!(score(&alloc, &[], &req, &ONLY_MOST), 25.0);
+        assert_eq!(score(&alloc, &[], &req, &ONLY_BALANCED), 100.0);
+        // No resource at all: least/most 0, balance trivially 100 (as in kube-scheduler).
+        assert_eq!(score(&[0.0, 0.0, 110.0], &[], &req, &ONLY_MOST), 0.0);
+        assert_eq!(score(&[0.0, 0.0, 110.0], &[], &req, &[]), 100.0);
+    }
+
+    #[test]
+    fn best_effort_task_has_no_balance_score() {
+        let alloc = [1000.0, 1000.0, 110.0];
+        assert_eq!(score(&alloc, &[500.0, 0.0], &[], &ONLY_BALANCED), 0.0);
+        // Least still scores the node's own usage: (50 + 100) / 2.
+        assert_eq!(score(&alloc, &[500.0, 0.0], &[], &[]), 75.0);
+    }
+
+    #[test]
+    fn gpu_joins_the_balance_only_when_requested() {
+        let gpu = ["nvidia.com/gpu"];
+        let alloc = [4000.0, 4000.0, 110.0, 4000.0];
+        // Fractions .25, .25, .75: std = √(1/18) ⇒ 76.4; least ignores gpu.
+        assert_eq!(
+            score_with(
+                &gpu,
+                &alloc,
+                &[],
+                &[1000.0, 1000.0, 0.0, 3000.0],
+                &ONLY_BALANCED
+            ),
+            76.0
+        );
+        assert_eq!(
+            score_with(
+                &gpu,
+                &alloc,
+                &[],
+                &[1000.0, 1000.0, 0.0, 3000.0],
+                &ONLY_LEAST
+            ),
+            75.0
+        );
+        // A gpu-only task is not best-effort.
+        assert_eq!(
+            score_with(&gpu, &alloc, &[], &[0.0, 0.0, 0.0, 2000.0], &ONLY_BALANCED),
+            76.0
+        );
+        // Not requested: the node's busy gpu is ignored.
+        assert_eq!(
+            score_with(
+                &gpu,
+                &alloc,
+                &[0.0, 0.0, 0.0, 4000.0],
+                &[1000.0, 1000.0],
+                &ONLY_BALANCED
+            ),
+            100.0
+        );
+        // Requested but the node has none: skipped.
+        let no_gpu = [4000.0, 4000.0, 110.0, 0.0];
+        assert_eq!(
+            score_with(
+                &gpu,
+                &no_gpu,
+                &[],
+                &[1000.0, 1000.0, 0.0, 1000.0],
+                &ONLY_BALANCED
+            ),
+            100.0
+        );
+    }
+
+    #[test]
+    fn pipelined_tasks_count_and_events_update_scores() {
+        let mut b = SnapshotBuilder::new(&[]);
+        let busy = b.node(&[1000.0, 1000.0, 110.0]);
+        let idle = b.node(&[1000.0, 1000.0, 110.0]);
+        let q = b.queue(1.0);
+        let j = b.job(q, 1);
+        b.task(j, &[250.0, 250.0], TaskStatus::Pipelined, busy);
+        let t = b.task(j, &[250.0, 250.0], TaskStatus::Pending, NONE);
+        let other = b.task(j, &[500.0, 500.0], TaskStatus::Pending, NONE);
+        let mut rt = Runtime::<NodeOrder>::default();
+        rt.open_session(b.snap, vec![]).unwrap();
+        // busy: requested 500/1000 ⇒ 50 + 100; idle: 250/1000 ⇒ 75 + 100.
+        assert_eq!(rt.node_order(t, &[busy, idle]), [150.0, 175.0]);
+        let e = tephra_sdk::Event {
+            kind: tephra_sdk::EventKind::Allocate,
+            task: other,
+            node: idle,
+            status: TaskStatus::Allocated,
+        };
+        rt.on_events(&[e]);
+        assert_eq!(rt.node_order(t, &[busy, idle]), [150.0, 125.0]);
+        let snap = rt.session.take().unwrap().snap;
+        assert!(rt
+            .open_session(snap, vec![("leastrequested.weight".into(), "x".into())])
+            .is_err());
+    }
+}

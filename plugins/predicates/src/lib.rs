@@ -1,0 +1,563 @@
+//! Predicates: the node filters of Volcano's `predicates` plugin that the
+//! snapshot can express (reference §8.8), with kube-scheduler's semantics and
+//! messages: NodeUnschedulable, NodeAffinity (nodeSelector and required
+//! terms), TaintToleration, and Volcano's pod-count check.
+//!
+//! Resource fit is left to the host, as in Volcano. Not in the snapshot, so
+//! not checked: node ports, volumes, inter-pod affinity, topology spread, and
+//! `matchFields` of affinity terms.
+//!
+//! Arguments: `predicate.NodeAffinityEnable`, `predicate.TaintTolerationEnable`
+//! (default true). NodeUnschedulable and the pod count are always on.
+
+use tephra_sdk::resource::PODS;
+use tephra_sdk::types::{AffinityExpr, Toleration};
+use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit};
+
+const UNSCHEDULABLE: &str = "node(s) were unschedulable";
+const AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
+const PODS_EXCEEDED: &str = "node(s) pod number exceeded";
+/// The taint a pod must tolerate to land on a cordoned node.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
+#[derive(Default)]
+pub struct Predicates {
+    affinity: bool,
+    taints: bool,
+    // Per-session indexes: row numbers into the snapshot's columns, by owner,
+    // so a check touches only its task's and node's rows.
+    /// Per node: `node_labels` rows, sorted by key.
+    labels: Vec<Vec<usize>>,
+    /// Per node: `node_taints` rows with effect NoSchedule or NoExecute.
+    hard_taints: Vec<Vec<usize>>,
+    /// Per task: `task_node_selector` rows.
+    selector: Vec<Vec<usize>>,
+    /// Per task: `task_tolerations` rows.
+    tolerations: Vec<Vec<usize>>,
+    /// Per task: `task_affinity` rows, sorted by term.
+    terms: Vec<Vec<usize>>,
+}
+
+/// Row numbers grouped by owner id.
+fn group(owners: usize, rows: impl Iterator<Item = u32>) -> Vec<Vec<usize>> {
+    let mut g = vec![Vec::new(); owners];
+    for (row, owner) in rows.enumerate() {
+        if let Some(v) = g.get_mut(owner as usize) {
+            v.push(row);
+        }
+    }
+    g
+}
+
+/// Kubernetes' `Toleration.ToleratesTaint`: empty effect or key match all,
+/// an empty operator means Equal.
+fn tolerates(s: &Session, t: &Toleration, key: &str, value: &str, effect: &str) -> bool {
+    let (t_key, t_effect) = (s.str(t.key), s.str(t.effect));
+    if (!t_effect.is_empty() && t_effect != effect) || (!t_key.is_empty() && t_key != key) {
+        return false;
+    }
+    match s.str(t.operator) {
+        "Exists" => true,
+        "" | "Equal" => s.str(t.value) == value,
+        _ => false,
+    }
+}
+
+impl Predicates {
+    fn label<'a>(&self, s: &'a Session, node: usize, key: &str) -> Option<&'a str> {
+        let (rows, labels) = (&self.labels[node], &s.snap.node_labels);
+        let i = rows
+            .binary_search_by(|&r| s.str(labels[r].key).cmp(key))
+            .ok()?;
+        Some(s.str(labels[rows[i]].value))
+    }
+
+    fn tolerated(&self, s: &Session, task: usize, key: &str, value: &str, effect: &str) -> bool {
+        let tolerations = &s.snap.task_tolerations;
+        self.tolerations[task]
+            .iter()
+            .any(|&r| tolerates(s, &tolerations[r], key, value, effect))
+    }
+
+    /// nodeSelector: every label present with an equal value.
+    fn selector_matches(&self, s: &Session, task: usize, node: usize) -> bool {
+        let selector = &s.snap.task_node_selector;
+        self.selector[task].iter().all(|&r| {
+            let l = &selector[r];
+            self.label(s, node, s.str(l.key)) == Some(s.str(l.value))
+        })
+    }
+
+    /// Required terms: ORed; the expressions of a term ANDed. No terms, no constraint.
+    fn terms_match(&self, s: &Session, task: usize, node: usize) -> bool {
+        let (rows, exprs) = (&self.terms[task], &s.snap.task_affinity);
+        rows.is_empty()
+            || rows
+                .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
+                .any(|term| term.iter().all(|&r| self.expr_matches(s, &exprs[r], node)))
+    }
+
+    /// `labels.Requirement.Matches`. A malformed expression (Kubernetes fails to
+    /// parse it, so its term matches nothing) is false.
+    fn expr_matches(&self, s: &Session, e: &AffinityExpr, node: usize) -> bool {
+        let label = self.label(s, node, s.str(e.key));
+        let mut values = e.values.iter().map(|&v| s.str(v));
+        match (s.str(e.operator), e.values.len()) {
+            ("In", 1..) => label.is_some_and(|l| values.any(|v| v == l)),
+            ("NotIn", 1..) => label.is_none_or(|l| values.all(|v| v != l)),
+            ("Exists", 0) => label.is_some(),
+            ("DoesNotExist", 0) => label.is_none(),
+            (op @ ("Gt" | "Lt"), 1) => {
+                let bound = s.str(e.values[0]).parse::<i64>();
+                match (label.and_then(|l| l.parse::<i64>().ok()), bound) {
+                    (Some(l), Ok(b)) => (op == "Gt" && l > b) || (op == "Lt" && l < b),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
+        let taints = &s.snap.node_taints;
+        self.hard_taints[node]
+            .iter()
+            .map(|&r| &taints[r])
+            .find_map(|t| {
+                let (key, value) = (s.str(t.key), s.str(t.value));
+                let ok = self.tolerated(s, task, key, value, s.str(t.effect));
+                (!ok).then(|| format!("node(s) had untolerated taint {{{key}: {value}}}"))
+            })
+    }
+}
+
+impl Policy for Predicates {
+    const NAME: &'static str = "predicates";
+    const POINTS: &'static [P] = &[P::Predicate];
+
+    fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
+        self.affinity = args.bool("predicate.NodeAffinityEnable", true)?;
+        self.taints = args.bool("predicate.TaintTolerationEnable", true)?;
+        let sn = &s.snap;
+        self.labels = group(s.nodes(), sn.node_labels.iter().map(|l| l.owner));
+        for rows in &mut self.labels {
+            rows.sort_by(|&a, &b| {
+                s.str(sn.node_labels[a].key)
+                    .cmp(s.str(sn.node_labels[b].key))
+            });
+        }
+        self.hard_taints = group(s.nodes(), sn.node_taints.iter().map(|t| t.node));
+        for rows in &mut self.hard_taints {
+            rows.retain(|&r| matches!(s.str(sn.node_taints[r].effect), "NoSchedule" | "NoExecute"));
+        }
+        self.selector = group(s.tasks(), sn.task_node_selector.iter().map(|l| l.owner));
+        self.tolerations = group(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
+        self.terms = group(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
+        for rows in &mut self.terms {
+            rows.sort_by_key(|&r| sn.task_affinity[r].term);
+        }
+        Ok(())
+    }
+
+    /// Unresolvable failures are reported before the pod count, so a node that
+    /// fails both is skipped by preempt/reclaim (Volcano aborts on them too).
+    fn predicate(&mut self, s: &Session, task: u32, node: u32) -> Result<(), Unfit> {
+        let (t, n) = (task as usize, node as usize);
+        if s.snap.node_unschedulable[n]
+            && !self.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule")
+        {
+            return Err(Unfit::unresolvable(UNSCHEDULABLE));
+        }
+        if self.affinity && !(self.selector_matches(s, t, n) && self.terms_match(s, t, n)) {
+            return Err(Unfit::unresolvable(AFFINITY));
+        }
+        if self.taints {
+            if let Some(message) = self.untolerated_taint(s, t, n) {
+                return Err(Unfit::unresolvable(message));
+            }
+        }
+        // Volcano counts every task on the node, pipelined ones included.
+        let pods = s.node_used(node)[PODS] + s.node_pipelined(node)[PODS];
+        if s.node_allocatable(node)[PODS] <= pods {
+            return Err(Unfit::new(PODS_EXCEEDED));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+tephra_sdk::export_plugin!(Predicates);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tephra_sdk::types::{Label, Taint};
+    use tephra_sdk::{Runtime, SnapshotBuilder, TaskStatus, NONE};
+
+    /// A builder with one queue and job, plus row helpers.
+    struct B {
+        b: SnapshotBuilder,
+        job: u32,
+    }
+
+    impl B {
+        fn new() -> Self {
+            let mut b = SnapshotBuilder::new(&[]);
+            let q = b.queue(1.0);
+            let job = b.job(q, 1);
+            B { b, job }
+        }
+        fn node(&mut self) -> u32 {
+            self.b.node(&[4000.0, 8e9, 110.0])
+        }
+        fn task(&mut self) -> u32 {
+            self.b
+                .task(self.job, &[1000.0, 1e9], TaskStatus::Pending, NONE)
+        }
+        fn label(&mut self, node: u32, k: &str, v: &str) {
+            let (key, value) = (self.b.string(k), self.b.string(v));
+            self.b.snap.node_labels.push(Label {
+                owner: node,
+                key,
+                value,
+            });
+        }
+        fn taint(&mut self, node: u32, k: &str, v: &str, effect: &str) {
+            let (key, value, effect) = (self.b.string(k), self.b.string(v), self.b.string(effect));
+            self.b.snap.node_taints.push(Taint {
+                node,
+                key,
+                value,
+                effect,
+            });
+        }
+        fn tolerate(&mut self, task: u32, k: &str, op: &str, v: &str, effect: &str) {
+            let (key, operator) = (self.b.string(k), self.b.string(op));
+            let (value, effect) = (self.b.string(v), self.b.string(effect));
+            self.b.snap.task_tolerations.push(Toleration {
+                task,
+                key,
+                operator,
+                value,
+                effect,
+            });
+        }
+        fn select(&mut self, task: u32, k: &str, v: &str) {
+            let (key, value) = (self.b.string(k), self.b.string(v));
+            self.b.snap.task_node_selector.push(Label {
+                owner: task,
+                key,
+                value,
+            });
+        }
+        fn expr(&mut self, task: u32, term: u32, k: &str, op: &str, values: &[&str]) {
+            let (key, operator) = (self.b.string(k), self.b.string(op));
+            let values = values.iter().map(|v| self.b.string(v)).collect();
+            self.b.snap.task_affinity.push(AffinityExpr {
+                task,
+                term,
+                key,
+                operator,
+                values,
+            });
+        }
+        fn run(self, args: &[(&str, &str)], task: u32, node: u32) -> Result<(), Unfit> {
+            let s = self.b.build();
+            let mut p = Predicates::default();
+            let args = args
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            p.open(&s, &Args::from_pairs(args)).unwrap();
+            p.predicate(&s, task, node)
+        }
+    }
+
+    /// A toleration: key, operator, value, effect.
+    type Tol<'a> = (&'a str, &'a str, &'a str, &'a str);
+
+    fn affinity_failure() -> Result<(), Unfit> {
+        Err(Unfit::unresolvable(AFFINITY))
+    }
+
+    #[test]
+    fn unschedulable_node_unless_tolerated() {
+        let cases: &[(&[Tol], bool)] = &[
+            (&[], false),
+            (&[(UNSCHEDULABLE_TAINT, "Exists", "", "NoSchedule")], true),
+            (&[(UNSCHEDULABLE_TAINT, "Equal", "", "")], true),
+            (&[(UNSCHEDULABLE_TAINT, "", "", "NoSchedule")], true),
+            (&[("", "Exists", "", "")], true),
+            (&[(UNSCHEDULABLE_TAINT, "Exists", "", "NoExecute")], false),
+            (
+                &[(UNSCHEDULABLE_TAINT, "Equal", "yes", "NoSchedule")],
+                false,
+            ),
+            (&[("other", "Exists", "", "")], false),
+        ];
+        for &(tolerations, fits) in cases {
+            let mut b = B::new();
+            let n = b.node();
+            let t = b.task();
+            b.b.snap.node_unschedulable[n as usize] = true;
+            for &(k, op, v, e) in tolerations {
+                b.tolerate(t, k, op, v, e);
+            }
+            let want = if fits {
+                Ok(())
+            } else {
+                Err(Unfit::unresolvable(UNSCHEDULABLE))
+            };
+            assert_eq!(b.run(&[], t, n), want, "{tolerations:?}");
+        }
+        // Not switchable off.
+        let mut b = B::new();
+        let n = b.node();
+        let t = b.task();
+        b.b.snap.node_unschedulable[n as usize] = true;
+        let off = [
+            ("predicate.NodeAffinityEnable", "false"),
+            ("predicate.TaintTolerationEnable", "false"),
+        ];
+        assert!(b.run(&off, t, n).is_err());
+    }
+
+    #[test]
+    fn node_selector() {
+        let run = |labels: &[(&str, &str)], args: &[(&str, &str)]| {
+            let mut b = B::new();
+            let n = b.node();
+            let t = b.task();
+            for &(k, v) in labels {
+                b.label(n, k, v);
+            }
+            b.select(t, "zone", "a");
+            b.select(t, "disk", "");
+            b.run(args, t, n)
+        };
+        assert_eq!(run(&[("zone", "a"), ("disk", ""), ("x", "y")], &[]), Ok(()));
+        assert_eq!(run(&[("zone", "b"), ("disk", "")], &[]), affinity_failure());
+        // A missing label does not equal an empty value.
+        assert_eq!(run(&[("zone", "a")], &[]), affinity_failure());
+        assert_eq!(
+            run(&[], &[("predicate.NodeAffinityEnable", "false")]),
+            Ok(())
+        );
+        // No selector and no affinity: any node.
+        let mut b = B::new();
+        let n = b.node();
+        let t = b.task();
+        assert_eq!(b.run(&[], t, n), Ok(()));
+    }
+
+    #[test]
+    fn affinity_operators() {
+        let absent = None;
+        let cases: &[(&str, &[&str], Option<&str>, bool)] = &[
+            ("In", &["a", "b"], Some("b"), true),
+            ("In", &["a", "b"], Some("c"), false),
+            ("In", &["a"], absent, false),
+            ("In", &[], Some(""), false),
+            ("NotIn", &["a", "b"], Some("c"), true),
+            ("NotIn", &["a", "b"], Some("a"), false),
+            ("NotIn", &["a"], absent, true),
+            ("NotIn", &[], Some("a"), false),
+            ("Exists", &[], Some(""), true),
+            ("Exists", &[], absent, false),
+            ("Exists", &["a"], Some("a"), false),
+            ("DoesNotExist", &[], absent, true),
+            ("DoesNotExist", &[], Some("a"), false),
+            ("DoesNotExist", &["a"], absent, false),
+            ("Gt", &["8"], Some("16"), true),
+            ("Gt", &["16"], Some("16"), false),
+            ("Gt", &["-1"], Some("+0"), true),
+            ("Gt", &["8"], Some("large"), false),
+            ("Gt", &["8"], absent, false),
+            ("Gt", &["8", "9"], Some("16"), false),
+            ("Gt", &["8.5"], Some("16"), false),
+            ("Lt", &["8"], Some("4"), true),
+            ("Lt", &["8"], Some("8"), false),
+            ("Lt", &["8"], absent, false),
+            ("Lt", &[], Some("4"), false),
+            ("Equals", &["a"], Some("a"), false),
+        ];
+        for &(op, values, label, fits) in cases {
+            let mut b = B::new();
+            let n = b.node();
+            let t = b.task();
+            if let Some(v) = label {
+                b.label(n, "k", v);
+            }
+            b.label(n, "other", "1");
+            b.expr(t, 0, "k", op, values);
+            let want = if fits { Ok(()) } else { affinity_failure() };
+            assert_eq!(b.run(&[], t, n), want, "{op} {values:?} on {label:?}");
+        }
+    }
+
+    #[test]
+    fn affinity_terms_are_ored_and_expressions_anded() {
+        let run = |labels: &[(&str, &str)], args: &[(&str, &str)]| {
+            let mut b = B::new();
+            let n = b.node();
+            let t = b.task();
+            for &(k, v) in labels {
+                b.label(n, k, v);
+            }
+            // Term 1 rows interleaved with term 0 rows on purpose.
+            b.expr(t, 0, "zone", "In", &["a"]);
+            b.expr(t, 1, "gpu", "Exists", &[]);
+            b.expr(t, 0, "arch", "In", &["arm64"]);
+            b.expr(t, 1, "gpu-count", "Gt", &["3"]);
+            b.run(args, t, n)
+        };
+        assert_eq!(run(&[("zone", "a"), ("arch", "arm64")], &[]), Ok(()));
+        assert_eq!(run(&[("gpu", "t4"), ("gpu-count", "4")], &[]), Ok(()));
+        assert_eq!(
+            run(&[("zone", "a"), ("gpu", "t4"), ("gpu-count", "2")], &[]),
+            affinity_failure()
+        );
+        assert_eq!(
+            run(&[("arch", "arm64"), ("gpu-count", "8")], &[]),
+            affinity_failure()
+        );
+        assert_eq!(
+            run(&[], &[("predicate.NodeAffinityEnable", "false")]),
+            Ok(())
+        );
+        // Selector and terms must both hold.
+        let mut b = B::new();
+        let n = b.node();
+        let t = b.task();
+        b.label(n, "zone", "a");
+        b.select(t, "zone", "a");
+        b.expr(t, 0, "zone", "NotIn", &["a"]);
+        assert_eq!(b.run(&[], t, n), affinity_failure());
+    }
+
+    #[test]
+    fn taints_and_tolerations() {
+        let run = |taint: (&str, &str, &str), tolerations: &[Tol], args: &[(&str, &str)]| {
+            let mut b = B::new();
+            let n = b.node();
+            let t = b.task();
+            b.taint(n, "soft", "x", "PreferNoSchedule");
+            b.taint(n, taint.0, taint.1, taint.2);
+            for &(k, op, v, e) in tolerations {
+                b.tolerate(t, k, op, v, e);
+            }
+            b.run(args, t, n)
+        };
+        let untolerated = |k: &str, v: &str| {
+            Err(Unfit::unresolvable(format!(
+                "node(s) had untolerated taint {{{k}: {v}}}"
+            )))
+        };
+        let gpu = ("gpu", "true", "NoSchedule");
+        assert_eq!(run(gpu, &[], &[]), untolerated("gpu", "true"));
+        assert_eq!(
+            run(("gpu", "", "NoExecute"), &[], &[]),
+            untolerated("gpu", "")
+        );
+        // PreferNoSchedule taints never filter.
+        assert_eq!(run(("soft2", "y", "PreferNoSchedule"), &[], &[]), Ok(()));
+        assert_eq!(
+            run(gpu, &[("gpu", "Equal", "true", "NoSchedule")], &[]),
+            Ok(())
+        );
+        assert_eq!(run(gpu, &[("gpu", "", "true", "NoSchedule")], &[]), Ok(()));
+        assert_eq!(
+            run(gpu, &[("gpu", "Equal", "false", "NoSchedule")], &[]),
+            untolerated("gpu", "true")
+        );
+        assert_eq!(
+            run(gpu, &[("gpu", "Exists", "", "NoSchedule")], &[]),
+            Ok(())
+        );
+        assert_eq!(run(gpu, &[("gpu", "Exists", "", "")], &[]), Ok(()));
+        assert_eq!(
+            run(gpu, &[("gpu", "Exists", "", "NoExecute")], &[]),
+            untolerated("gpu", "true")
+        );
+        assert_eq!(run(gpu, &[("", "Exists", "", "")], &[]), Ok(()));
+        assert_eq!(
+            run(gpu, &[("", "Exists", "", "NoExecute")], &[]),
+            untolerated("gpu", "true")
+        );
+        assert_eq!(
+            run(gpu, &[("gpu", "Sometimes", "true", "NoSchedule")], &[]),
+            untolerated("gpu", "true")
+        );
+        assert_eq!(
+            run(
+                gpu,
+                &[("other", "Exists", "", ""), ("gpu", "Equal", "true", "")],
+                &[]
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            run(gpu, &[], &[("predicate.TaintTolerationEnable", "false")]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn pod_count() {
+        let run = |alloc_pods: f64, running: usize, pipelined: usize| {
+            let mut b = B::new();
+            let n = b.b.node(&[1000.0, 1e9, alloc_pods]);
+            for _ in 0..running {
+                b.b.task(b.job, &[0.0], TaskStatus::Running, n);
+            }
+            for _ in 0..pipelined {
+                b.b.task(b.job, &[0.0], TaskStatus::Pipelined, n);
+            }
+            // Much more cpu than the node has: fit is the host's business.
+            let t = b.b.task(b.job, &[5000.0], TaskStatus::Pending, NONE);
+            b.run(&[], t, n)
+        };
+        let exceeded = Err(Unfit::new(PODS_EXCEEDED));
+        assert_eq!(run(3.0, 2, 0), Ok(()));
+        assert_eq!(run(3.0, 3, 0), exceeded);
+        assert_eq!(run(3.0, 2, 1), exceeded);
+        assert_eq!(run(0.0, 0, 0), exceeded);
+    }
+
+    #[test]
+    fn pod_count_follows_events_and_yields_to_unresolvable() {
+        let mut b = B::new();
+        let full = b.b.node(&[1000.0, 1e9, 1.0]);
+        let t = b.task();
+        let other = b.task();
+        b.taint(full, "dedicated", "x", "NoSchedule");
+        let mut rt = Runtime::<Predicates>::default();
+        rt.open_session(
+            b.b.snap,
+            vec![("predicate.TaintTolerationEnable".into(), "false".into())],
+        )
+        .unwrap();
+        assert_eq!(rt.predicate(t, &[full]).codes, [0]);
+        let e = tephra_sdk::Event {
+            kind: tephra_sdk::EventKind::Allocate,
+            task: other,
+            node: full,
+            status: TaskStatus::Allocated,
+        };
+        rt.on_events(&[e]);
+        let fit = rt.predicate(t, &[full]);
+        assert_eq!(
+            (
+                fit.codes[0],
+                fit.reasons[0].message.as_str(),
+                fit.reasons[0].unresolvable
+            ),
+            (1, PODS_EXCEEDED, false)
+        );
+
+        let snap = rt.session.take().unwrap().snap;
+        rt.open_session(snap, vec![]).unwrap();
+        let fit = rt.predicate(t, &[full]);
+        assert!(fit.reasons[0].unresolvable, "{:?}", fit.reasons);
+    }
+}

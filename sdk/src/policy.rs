@@ -1,0 +1,119 @@
+//! The trait a policy implements: one method per extension point, each with
+//! Volcano's neutral answer as default. Only points listed in `POINTS` are
+//! ever called by the host.
+
+use crate::args::Args;
+use crate::session::Session;
+use crate::types::{Event, ExtensionPoint, TaskStatus, Vote};
+
+/// Why a task does not fit a node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unfit {
+    pub message: String,
+    /// Evicting pods from the node cannot make it fit.
+    pub unresolvable: bool,
+}
+
+impl Unfit {
+    /// A failure that evictions could resolve.
+    pub fn new(message: impl Into<String>) -> Self {
+        Unfit { message: message.into(), unresolvable: false }
+    }
+    /// A failure that evictions cannot resolve (preempt/reclaim skip the node).
+    pub fn unresolvable(message: impl Into<String>) -> Self {
+        Unfit { message: message.into(), unresolvable: true }
+    }
+}
+
+/// A scheduling policy. Order methods return sort keys: smaller goes first,
+/// equal keys defer to the next plugin.
+#[allow(unused_variables)]
+pub trait Policy: Default {
+    /// The name the scheduler config uses.
+    const NAME: &'static str;
+    const VERSION: &'static str = "0.1.0";
+    /// The extension points this policy implements.
+    const POINTS: &'static [ExtensionPoint];
+
+    /// A new session: compute per-session state here.
+    fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
+        Ok(())
+    }
+    fn close(&mut self, s: &Session) {}
+    /// Called after `s` has applied the event; `old` is the task's previous status.
+    fn on_event(&mut self, s: &Session, e: &Event, old: TaskStatus) {}
+
+    fn queue_order(&mut self, s: &Session, queue: u32) -> f64 {
+        0.0
+    }
+    fn job_order(&mut self, s: &Session, job: u32) -> f64 {
+        0.0
+    }
+    fn task_order(&mut self, s: &Session, task: u32) -> f64 {
+        0.0
+    }
+    fn victim_queue_order(&mut self, s: &Session, queue: u32, preemptor_queue: u32) -> f64 {
+        0.0
+    }
+
+    fn predicate(&mut self, s: &Session, task: u32, node: u32) -> Result<(), Unfit> {
+        Ok(())
+    }
+    /// Scores for every node in `nodes`; the default calls [`Policy::node_score`].
+    fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
+        for (score, &n) in scores.iter_mut().zip(nodes) {
+            *score = self.node_score(s, task, n);
+        }
+    }
+    fn node_score(&mut self, s: &Session, task: u32, node: u32) -> f64 {
+        0.0
+    }
+
+    fn overused(&mut self, s: &Session, queue: u32) -> bool {
+        false
+    }
+    fn allocatable(&mut self, s: &Session, queue: u32, task: u32) -> bool {
+        true
+    }
+    fn preemptive(&mut self, s: &Session, queue: u32, task: u32) -> bool {
+        true
+    }
+
+    /// `Some(reason)` when the job must not be scheduled this session.
+    fn job_valid(&mut self, s: &Session, job: u32) -> Option<String> {
+        None
+    }
+    fn job_ready(&mut self, s: &Session, job: u32) -> bool {
+        true
+    }
+    fn job_pipelined(&mut self, s: &Session, job: u32) -> Vote {
+        Vote::Abstain
+    }
+    fn job_enqueueable(&mut self, s: &Session, job: u32) -> Vote {
+        Vote::Abstain
+    }
+    fn job_enqueued(&mut self, s: &Session, job: u32) {}
+    fn job_starving(&mut self, s: &Session, job: u32) -> bool {
+        false
+    }
+
+    fn preemptable(&mut self, s: &Session, preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
+        (Vec::new(), Vote::Abstain)
+    }
+    fn reclaimable(&mut self, s: &Session, preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
+        (Vec::new(), Vote::Abstain)
+    }
+    fn victim_tasks(&mut self, s: &Session) -> Vec<u32> {
+        Vec::new()
+    }
+    fn target_job(&mut self, s: &Session, jobs: &[u32]) -> Option<u32> {
+        None
+    }
+    fn reserved_nodes(&mut self, s: &Session) -> Vec<u32> {
+        Vec::new()
+    }
+    /// A quota policy's deserved row and share for `queue` (for status).
+    fn queue_status(&mut self, s: &Session, queue: u32) -> (Vec<f64>, f64) {
+        (vec![f64::NAN; s.dims()], 0.0)
+    }
+}

@@ -1,0 +1,185 @@
+//! Glue between the generated `Guest` export and a [`Policy`]: owns the
+//! session view, applies events, and shapes batched answers.
+
+use crate::args::Args;
+use crate::policy::Policy;
+use crate::session::Session;
+use crate::types::{Event, Fit, PluginInfo, QueueFigures, Reason, Snapshot, Victims, Vote};
+
+/// A policy plus its current session. Used by [`crate::export_plugin!`] and,
+/// natively, by tests and benchmarks that drive a policy like the host does.
+#[derive(Default)]
+pub struct Runtime<P: Policy> {
+    pub plugin: P,
+    pub session: Option<Session>,
+}
+
+macro_rules! with_session {
+    ($self:ident, $default:expr, |$s:ident| $body:expr) => {
+        match $self.session.as_ref() {
+            Some($s) => $body,
+            None => $default,
+        }
+    };
+}
+
+impl<P: Policy> Runtime<P> {
+    pub fn info() -> PluginInfo {
+        PluginInfo {
+            name: P::NAME.into(),
+            version: P::VERSION.into(),
+            contract: crate::CONTRACT.into(),
+            points: P::POINTS.to_vec(),
+        }
+    }
+
+    pub fn open_session(&mut self, snapshot: Snapshot, args: Vec<(String, String)>) -> Result<(), String> {
+        let session = Session::new(snapshot);
+        self.plugin = P::default();
+        let r = self.plugin.open(&session, &Args::from_pairs(args));
+        self.session = Some(session);
+        r
+    }
+
+    pub fn close_session(&mut self) {
+        if let Some(s) = self.session.take() {
+            self.plugin.close(&s);
+        }
+    }
+
+    pub fn on_events(&mut self, events: &[Event]) {
+        if let Some(s) = self.session.as_mut() {
+            for e in events {
+                if (e.task as usize) < s.tasks() {
+                    let old = s.apply(e);
+                    self.plugin.on_event(s, e, old);
+                }
+            }
+        }
+    }
+
+    fn keys(&mut self, ids: &[u32], f: impl Fn(&mut P, &Session, u32) -> f64) -> Vec<f64> {
+        let p = &mut self.plugin;
+        with_session!(self, vec![0.0; ids.len()], |s| ids.iter().map(|&i| f(p, s, i)).collect())
+    }
+
+    pub fn queue_order(&mut self, ids: &[u32]) -> Vec<f64> {
+        self.keys(ids, |p, s, i| p.queue_order(s, i))
+    }
+    pub fn job_order(&mut self, ids: &[u32]) -> Vec<f64> {
+        self.keys(ids, |p, s, i| p.job_order(s, i))
+    }
+    pub fn task_order(&mut self, ids: &[u32]) -> Vec<f64> {
+        self.keys(ids, |p, s, i| p.task_order(s, i))
+    }
+    pub fn victim_queue_order(&mut self, ids: &[u32], preemptor_queue: u32) -> Vec<f64> {
+        self.keys(ids, |p, s, i| p.victim_queue_order(s, i, preemptor_queue))
+    }
+
+    pub fn predicate(&mut self, task: u32, nodes: &[u32]) -> Fit {
+        let mut fit = Fit { codes: vec![0; nodes.len()], reasons: Vec::new() };
+        let p = &mut self.plugin;
+        with_session!(self, fit, |s| {
+            for (code, &n) in fit.codes.iter_mut().zip(nodes) {
+                if let Err(u) = p.predicate(s, task, n) {
+                    let k = match fit
+                        .reasons
+                        .iter()
+                        .position(|r| r.message == u.message && r.unresolvable == u.unresolvable)
+                    {
+                        Some(k) => k,
+                        None => {
+                            fit.reasons.push(Reason { message: u.message, unresolvable: u.unresolvable });
+                            fit.reasons.len() - 1
+                        }
+                    };
+                    *code = (k + 1).min(255) as u8;
+                }
+            }
+            fit
+        })
+    }
+
+    pub fn node_order(&mut self, task: u32, nodes: &[u32]) -> Vec<f64> {
+        let mut scores = vec![0.0; nodes.len()];
+        let p = &mut self.plugin;
+        if let Some(s) = self.session.as_ref() {
+            p.node_order(s, task, nodes, &mut scores);
+        }
+        scores
+    }
+
+    pub fn overused(&mut self, q: u32) -> bool {
+        let p = &mut self.plugin;
+        with_session!(self, false, |s| p.overused(s, q))
+    }
+    pub fn allocatable(&mut self, q: u32, t: u32) -> bool {
+        let p = &mut self.plugin;
+        with_session!(self, true, |s| p.allocatable(s, q, t))
+    }
+    pub fn preemptive(&mut self, q: u32, t: u32) -> bool {
+        let p = &mut self.plugin;
+        with_session!(self, true, |s| p.preemptive(s, q, t))
+    }
+    pub fn job_valid(&mut self, j: u32) -> Option<String> {
+        let p = &mut self.plugin;
+        with_session!(self, None, |s| p.job_valid(s, j))
+    }
+    pub fn job_ready(&mut self, j: u32) -> bool {
+        let p = &mut self.plugin;
+        with_session!(self, true, |s| p.job_ready(s, j))
+    }
+    pub fn job_pipelined(&mut self, j: u32) -> Vote {
+        let p = &mut self.plugin;
+        with_session!(self, Vote::Abstain, |s| p.job_pipelined(s, j))
+    }
+    pub fn job_enqueueable(&mut self, j: u32) -> Vote {
+        let p = &mut self.plugin;
+        with_session!(self, Vote::Abstain, |s| p.job_enqueueable(s, j))
+    }
+    pub fn job_enqueued(&mut self, j: u32) {
+        let p = &mut self.plugin;
+        with_session!(self, (), |s| p.job_enqueued(s, j))
+    }
+    pub fn job_starving(&mut self, j: u32) -> bool {
+        let p = &mut self.plugin;
+        with_session!(self, false, |s| p.job_starving(s, j))
+    }
+    pub fn preemptable(&mut self, preemptor: u32, candidates: &[u32]) -> Victims {
+        let p = &mut self.plugin;
+        let (tasks, vote) =
+            with_session!(self, (Vec::new(), Vote::Abstain), |s| p.preemptable(s, preemptor, candidates));
+        Victims { tasks, vote }
+    }
+    pub fn reclaimable(&mut self, preemptor: u32, candidates: &[u32]) -> Victims {
+        let p = &mut self.plugin;
+        let (tasks, vote) =
+            with_session!(self, (Vec::new(), Vote::Abstain), |s| p.reclaimable(s, preemptor, candidates));
+        Victims { tasks, vote }
+    }
+    pub fn victim_tasks(&mut self) -> Vec<u32> {
+        let p = &mut self.plugin;
+        with_session!(self, Vec::new(), |s| p.victim_tasks(s))
+    }
+    pub fn target_job(&mut self, jobs: &[u32]) -> Option<u32> {
+        let p = &mut self.plugin;
+        with_session!(self, None, |s| p.target_job(s, jobs))
+    }
+    pub fn reserved_nodes(&mut self) -> Vec<u32> {
+        let p = &mut self.plugin;
+        with_session!(self, Vec::new(), |s| p.reserved_nodes(s))
+    }
+
+    pub fn queue_status(&mut self, queues: &[u32]) -> QueueFigures {
+        let mut out = QueueFigures { deserved: Vec::new(), share: Vec::new() };
+        let p = &mut self.plugin;
+        if let Some(s) = self.session.as_ref() {
+            for &q in queues {
+                let (row, share) = p.queue_status(s, q);
+                out.deserved.extend(row);
+                out.share.push(share);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,274 @@
+//! The columnar session view a policy reads: the host's snapshot plus the
+//! counters Volcano's job and node accounting derive from task statuses, kept
+//! current as allocate/deallocate events arrive.
+
+use crate::resource;
+use crate::types::{Event, JobPhase, Snapshot, TaskStatus};
+
+/// The id meaning "none" (no node, no parent).
+pub const NONE: u32 = u32::MAX;
+
+/// One session's state as a policy sees it. Resource rows are slices of
+/// `dims()` numbers.
+pub struct Session {
+    /// The snapshot as pushed by the host; `task_status`, `task_node` and the
+    /// node usage columns are updated by events.
+    pub snap: Snapshot,
+    d: usize,
+    job_tasks: Vec<Vec<u32>>,
+    queue_jobs: Vec<Vec<u32>>,
+    /// Per job: tasks in Allocated, Binding, Bound, Running or Succeeded.
+    pub job_ready: Vec<u32>,
+    /// Per job: Pipelined tasks.
+    pub job_waiting: Vec<u32>,
+    /// Per job: Pending best-effort tasks.
+    pub job_pending_best_effort: Vec<u32>,
+    /// Per job: tasks counted by Volcano's `ValidTaskNum`.
+    pub job_valid: Vec<u32>,
+    /// Per job, row-major: Σ requests of tasks in Allocated..Running.
+    pub job_allocated: Vec<f64>,
+    best_effort: Vec<bool>,
+}
+
+/// Where a task's request counts on its node: (used, releasing, pipelined).
+pub fn node_share(status: TaskStatus) -> (bool, bool, bool) {
+    use TaskStatus::*;
+    match status {
+        Allocated | Binding | Bound | Running => (true, false, false),
+        Releasing => (true, true, false),
+        Pipelined => (false, false, true),
+        Pending | Succeeded | Failed | Unknown => (false, false, false),
+    }
+}
+
+/// Volcano's `AllocatedStatus`: the task holds resources on its node.
+pub fn is_allocated(status: TaskStatus) -> bool {
+    use TaskStatus::*;
+    matches!(status, Allocated | Binding | Bound | Running)
+}
+
+fn is_ready(status: TaskStatus) -> bool {
+    is_allocated(status) || status == TaskStatus::Succeeded
+}
+
+fn is_valid(status: TaskStatus) -> bool {
+    is_ready(status) || matches!(status, TaskStatus::Pipelined | TaskStatus::Pending)
+}
+
+impl Session {
+    /// Builds the view and its derived counters from a snapshot.
+    pub fn new(snap: Snapshot) -> Self {
+        let d = snap.dims.len();
+        let jobs = snap.job_queue.len();
+        let mut job_tasks = vec![Vec::new(); jobs];
+        for (t, &j) in snap.task_job.iter().enumerate() {
+            if let Some(v) = job_tasks.get_mut(j as usize) {
+                v.push(t as u32);
+            }
+        }
+        let mut queue_jobs = vec![Vec::new(); snap.queue_parent.len()];
+        for (j, &q) in snap.job_queue.iter().enumerate() {
+            if let Some(v) = queue_jobs.get_mut(q as usize) {
+                v.push(j as u32);
+            }
+        }
+        let best_effort = (0..snap.task_job.len())
+            .map(|t| resource::is_empty(&snap.task_resreq[t * d..(t + 1) * d]))
+            .collect();
+        let mut s = Session {
+            snap,
+            d,
+            job_tasks,
+            queue_jobs,
+            job_ready: vec![0; jobs],
+            job_waiting: vec![0; jobs],
+            job_pending_best_effort: vec![0; jobs],
+            job_valid: vec![0; jobs],
+            job_allocated: vec![0.0; jobs * d],
+            best_effort,
+        };
+        for t in 0..s.snap.task_job.len() as u32 {
+            s.count(t, s.snap.task_status[t as usize], 1);
+        }
+        s
+    }
+
+    /// Number of resource dimensions.
+    pub fn dims(&self) -> usize {
+        self.d
+    }
+    pub fn nodes(&self) -> usize {
+        self.snap.node_unschedulable.len()
+    }
+    pub fn queues(&self) -> usize {
+        self.snap.queue_parent.len()
+    }
+    pub fn jobs(&self) -> usize {
+        self.snap.job_queue.len()
+    }
+    pub fn tasks(&self) -> usize {
+        self.snap.task_job.len()
+    }
+    /// An interned string.
+    pub fn str(&self, id: u32) -> &str {
+        self.snap.strings.get(id as usize).map_or("", String::as_str)
+    }
+    /// The id of an interned string, if the snapshot has it.
+    pub fn str_id(&self, s: &str) -> Option<u32> {
+        self.snap.strings.iter().position(|x| x == s).map(|i| i as u32)
+    }
+    /// Index of a dimension by name.
+    pub fn dim(&self, name: &str) -> Option<usize> {
+        self.snap.dims.iter().position(|x| x == name)
+    }
+
+    fn row(v: &[f64], i: u32, d: usize) -> &[f64] {
+        &v[i as usize * d..(i as usize + 1) * d]
+    }
+    pub fn task_req(&self, t: u32) -> &[f64] {
+        Self::row(&self.snap.task_resreq, t, self.d)
+    }
+    pub fn node_allocatable(&self, n: u32) -> &[f64] {
+        Self::row(&self.snap.node_allocatable, n, self.d)
+    }
+    pub fn node_used(&self, n: u32) -> &[f64] {
+        Self::row(&self.snap.node_used, n, self.d)
+    }
+    pub fn node_releasing(&self, n: u32) -> &[f64] {
+        Self::row(&self.snap.node_releasing, n, self.d)
+    }
+    pub fn node_pipelined(&self, n: u32) -> &[f64] {
+        Self::row(&self.snap.node_pipelined, n, self.d)
+    }
+    /// `allocatable − used` in one dimension.
+    pub fn node_idle(&self, n: u32, d: usize) -> f64 {
+        self.node_allocatable(n)[d] - self.node_used(n)[d]
+    }
+    /// `idle + releasing − pipelined` in one dimension (Volcano's FutureIdle).
+    pub fn node_future_idle(&self, n: u32, d: usize) -> f64 {
+        self.node_idle(n, d) + self.node_releasing(n)[d] - self.node_pipelined(n)[d]
+    }
+    pub fn job_allocated(&self, j: u32) -> &[f64] {
+        Self::row(&self.job_allocated, j, self.d)
+    }
+    pub fn total(&self) -> &[f64] {
+        &self.snap.total
+    }
+
+    pub fn task_job(&self, t: u32) -> u32 {
+        self.snap.task_job[t as usize]
+    }
+    pub fn task_status(&self, t: u32) -> TaskStatus {
+        self.snap.task_status[t as usize]
+    }
+    pub fn task_node(&self, t: u32) -> u32 {
+        self.snap.task_node[t as usize]
+    }
+    /// A task is best-effort when it requests nothing but `pods`.
+    pub fn task_best_effort(&self, t: u32) -> bool {
+        self.best_effort[t as usize]
+    }
+    pub fn job_queue(&self, j: u32) -> u32 {
+        self.snap.job_queue[j as usize]
+    }
+    pub fn job_tasks(&self, j: u32) -> &[u32] {
+        &self.job_tasks[j as usize]
+    }
+    pub fn queue_jobs(&self, q: u32) -> &[u32] {
+        &self.queue_jobs[q as usize]
+    }
+    pub fn job_min_available(&self, j: u32) -> u32 {
+        self.snap.job_min_available[j as usize]
+    }
+    pub fn job_phase(&self, j: u32) -> JobPhase {
+        self.snap.job_phase[j as usize]
+    }
+    /// PodGroup `minResources` as a dense row, or `None` when unset.
+    pub fn job_min_resources(&self, j: u32) -> Option<Vec<f64>> {
+        if !self.snap.job_has_min_resources[j as usize] {
+            return None;
+        }
+        let mut row = vec![0.0; self.d];
+        for q in self.snap.job_min_resources.iter().filter(|q| q.owner == j) {
+            row[q.dim as usize] = q.value;
+        }
+        Some(row)
+    }
+    /// Volcano's `IsReady`: ready + pending best-effort ≥ minAvailable.
+    pub fn job_is_ready(&self, j: u32) -> bool {
+        let j = j as usize;
+        self.job_ready[j] + self.job_pending_best_effort[j] >= self.snap.job_min_available[j]
+    }
+    /// Volcano's `IsPipelined`: waiting + ready + pending best-effort ≥ minAvailable.
+    pub fn job_is_pipelined(&self, j: u32) -> bool {
+        let j = j as usize;
+        self.job_waiting[j] + self.job_ready[j] + self.job_pending_best_effort[j]
+            >= self.snap.job_min_available[j]
+    }
+    /// Volcano's `IsStarving`: waiting + ready < minAvailable.
+    pub fn job_is_starving(&self, j: u32) -> bool {
+        let j = j as usize;
+        self.job_waiting[j] + self.job_ready[j] < self.snap.job_min_available[j]
+    }
+
+    fn count(&mut self, t: u32, status: TaskStatus, sign: i32) {
+        let j = self.snap.task_job[t as usize] as usize;
+        if j >= self.job_ready.len() {
+            return;
+        }
+        let add = |v: &mut u32| *v = (*v as i32 + sign).max(0) as u32;
+        if is_ready(status) {
+            add(&mut self.job_ready[j]);
+        }
+        if status == TaskStatus::Pipelined {
+            add(&mut self.job_waiting[j]);
+        }
+        if status == TaskStatus::Pending && self.best_effort[t as usize] {
+            add(&mut self.job_pending_best_effort[j]);
+        }
+        if is_valid(status) {
+            add(&mut self.job_valid[j]);
+        }
+        if is_allocated(status) {
+            let d = self.d;
+            for k in 0..d {
+                self.job_allocated[j * d + k] += sign as f64 * self.snap.task_resreq[t as usize * d + k];
+            }
+        }
+    }
+
+    fn place(&mut self, t: u32, node: u32, status: TaskStatus, sign: f64) {
+        if node == NONE || node as usize >= self.nodes() {
+            return;
+        }
+        let (used, releasing, pipelined) = node_share(status);
+        let d = self.d;
+        for k in 0..d {
+            let r = sign * self.snap.task_resreq[t as usize * d + k];
+            let i = node as usize * d + k;
+            if used {
+                self.snap.node_used[i] += r;
+            }
+            if releasing {
+                self.snap.node_releasing[i] += r;
+            }
+            if pipelined {
+                self.snap.node_pipelined[i] += r;
+            }
+        }
+    }
+
+    /// Applies one event; returns the task's previous status.
+    pub fn apply(&mut self, e: &Event) -> TaskStatus {
+        let t = e.task;
+        let old = self.snap.task_status[t as usize];
+        let old_node = self.snap.task_node[t as usize];
+        self.count(t, old, -1);
+        self.place(t, old_node, old, -1.0);
+        self.snap.task_status[t as usize] = e.status;
+        self.snap.task_node[t as usize] = e.node;
+        self.count(t, e.status, 1);
+        self.place(t, e.node, e.status, 1.0);
+        old
+    }
+}

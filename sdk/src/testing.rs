@@ -1,0 +1,153 @@
+//! Building snapshots by hand, for native unit tests of policy logic.
+
+use crate::session::{Session, NONE};
+use crate::types::{JobPhase, QueueState, Snapshot, TaskStatus};
+
+/// Builds a [`Snapshot`] one object at a time. Dimensions are cpu (millicores),
+/// memory (bytes), pods, then any scalars given to [`SnapshotBuilder::new`].
+pub struct SnapshotBuilder {
+    pub snap: Snapshot,
+}
+
+impl SnapshotBuilder {
+    pub fn new(scalars: &[&str]) -> Self {
+        let mut dims = vec!["cpu".to_string(), "memory".into(), "pods".into()];
+        dims.extend(scalars.iter().map(|s| s.to_string()));
+        let d = dims.len();
+        SnapshotBuilder {
+            snap: Snapshot {
+                dims,
+                strings: vec![String::new()],
+                total: vec![0.0; d],
+                node_allocatable: vec![],
+                node_used: vec![],
+                node_releasing: vec![],
+                node_pipelined: vec![],
+                node_unschedulable: vec![],
+                node_labels: vec![],
+                node_taints: vec![],
+                queue_parent: vec![],
+                queue_weight: vec![],
+                queue_priority: vec![],
+                queue_reclaimable: vec![],
+                queue_state: vec![],
+                queue_capability: vec![],
+                queue_deserved: vec![],
+                queue_guarantee: vec![],
+                queue_annotations: vec![],
+                queue_affinity: vec![],
+                job_queue: vec![],
+                job_min_available: vec![],
+                job_has_min_resources: vec![],
+                job_min_resources: vec![],
+                job_min_task_member: vec![],
+                job_priority: vec![],
+                job_phase: vec![],
+                job_created_ms: vec![],
+                job_annotations: vec![],
+                task_job: vec![],
+                task_status: vec![],
+                task_node: vec![],
+                task_resreq: vec![],
+                task_priority: vec![],
+                task_preemptable: vec![],
+                task_role: vec![],
+                task_namespace: vec![],
+                task_priority_class: vec![],
+                task_created_ms: vec![],
+                task_node_selector: vec![],
+                task_tolerations: vec![],
+                task_affinity: vec![],
+            },
+        }
+    }
+
+    fn row(&self, v: &[f64]) -> Vec<f64> {
+        let mut r = vec![0.0; self.snap.dims.len()];
+        r[..v.len()].copy_from_slice(v);
+        r
+    }
+
+    /// Interns a string.
+    pub fn string(&mut self, s: &str) -> u32 {
+        match self.snap.strings.iter().position(|x| x == s) {
+            Some(i) => i as u32,
+            None => {
+                self.snap.strings.push(s.into());
+                self.snap.strings.len() as u32 - 1
+            }
+        }
+    }
+
+    /// A node with this allocatable row; returns its id.
+    pub fn node(&mut self, allocatable: &[f64]) -> u32 {
+        let r = self.row(allocatable);
+        crate::resource::add(&mut self.snap.total, &r);
+        self.snap.node_allocatable.extend(&r);
+        let zero = vec![0.0; r.len()];
+        self.snap.node_used.extend(&zero);
+        self.snap.node_releasing.extend(&zero);
+        self.snap.node_pipelined.extend(&zero);
+        self.snap.node_unschedulable.push(false);
+        self.snap.node_unschedulable.len() as u32 - 1
+    }
+
+    /// A root-level open queue with this weight.
+    pub fn queue(&mut self, weight: f64) -> u32 {
+        self.snap.queue_parent.push(NONE);
+        self.snap.queue_weight.push(weight);
+        self.snap.queue_priority.push(0);
+        self.snap.queue_reclaimable.push(true);
+        self.snap.queue_state.push(QueueState::Open);
+        self.snap.queue_parent.len() as u32 - 1
+    }
+
+    /// An Inqueue job of priority 0.
+    pub fn job(&mut self, queue: u32, min_available: u32) -> u32 {
+        self.snap.job_queue.push(queue);
+        self.snap.job_min_available.push(min_available);
+        self.snap.job_has_min_resources.push(false);
+        self.snap.job_priority.push(0);
+        self.snap.job_phase.push(JobPhase::Inqueue);
+        self.snap.job_created_ms.push(0);
+        self.snap.job_queue.len() as u32 - 1
+    }
+
+    /// A task of `job` requesting `req` (plus one pod), with this status and node.
+    pub fn task(&mut self, job: u32, req: &[f64], status: TaskStatus, node: u32) -> u32 {
+        let mut r = self.row(req);
+        r[crate::resource::PODS] = 1.0;
+        let t = self.snap.task_job.len() as u32;
+        if node != NONE {
+            let (used, releasing, pipelined) = crate::session::node_share(status);
+            let d = r.len();
+            for (k, &x) in r.iter().enumerate() {
+                let i = node as usize * d + k;
+                if used {
+                    self.snap.node_used[i] += x;
+                }
+                if releasing {
+                    self.snap.node_releasing[i] += x;
+                }
+                if pipelined {
+                    self.snap.node_pipelined[i] += x;
+                }
+            }
+        }
+        self.snap.task_job.push(job);
+        self.snap.task_status.push(status);
+        self.snap.task_node.push(node);
+        self.snap.task_resreq.extend(r);
+        self.snap.task_priority.push(1);
+        self.snap.task_preemptable.push(true);
+        self.snap.task_role.push(0);
+        self.snap.task_namespace.push(0);
+        self.snap.task_priority_class.push(0);
+        self.snap.task_created_ms.push(0);
+        t
+    }
+
+    pub fn build(self) -> Session {
+        Session::new(self.snap)
+    }
+}
