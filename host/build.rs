@@ -8,24 +8,16 @@ use std::{env, fs};
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.parent().unwrap().to_path_buf();
-    for dir in ["plugins", "sdk", "wit"] {
+    for dir in ["plugins", "tests/plugins", "sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let mut plugins: Vec<String> = fs::read_dir(root.join("plugins"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("Cargo.toml").exists())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    plugins.sort();
-    // A comma list narrows the set (for work on a single plugin).
-    println!("cargo:rerun-if-env-changed=TEPHRA_PLUGINS");
-    if let Ok(only) = env::var("TEPHRA_PLUGINS") {
-        plugins.retain(|p| only.split(',').any(|o| o.trim() == p));
-    }
-    for p in &plugins {
-        println!("cargo:rerun-if-changed={}", root.join("plugins").join(p).join("src").display());
+    let plugins = crates(&root.join("plugins"));
+    let fixtures = crates(&root.join("tests/plugins"));
+    for (dir, list) in [("plugins", &plugins), ("tests/plugins", &fixtures)] {
+        for p in list {
+            println!("cargo:rerun-if-changed={}", root.join(dir).join(p).join("src").display());
+        }
     }
     ensure_target();
     // OUT_DIR is <target>/<profile>/build/<pkg>/out.
@@ -35,22 +27,52 @@ fn main() {
     cmd.current_dir(&root)
         .args(["build", "--profile", "plugin", "--target", "wasm32-wasip2", "--target-dir"])
         .arg(&target);
-    for p in &plugins {
+    for p in plugins.iter().chain(&fixtures) {
         cmd.args(["-p", &format!("plugin-{p}")]);
     }
-    for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_WRAPPER"] {
+    for var in
+        ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_TARGET", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_WRAPPER"]
+    {
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("running cargo to build the plugins");
     assert!(status.success(), "building the plugins for wasm32-wasip2 failed");
-    let mut src = String::from("/// (name, component bytes) of every default plugin.\npub const PLUGINS: &[(&str, &[u8])] = &[\n");
+    let built = |p: &str| target.join("wasm32-wasip2/plugin").join(format!("plugin_{}.wasm", p.replace('-', "_")));
+    let mut src = String::from(
+        "/// (name, component bytes) of every default plugin.\npub const PLUGINS: &[(&str, &[u8])] = &[\n",
+    );
     for p in &plugins {
-        let wasm = target.join("wasm32-wasip2/plugin").join(format!("plugin_{}.wasm", p.replace('-', "_")));
+        let wasm = built(p);
         assert!(wasm.exists(), "missing {}", wasm.display());
         src.push_str(&format!("    ({p:?}, include_bytes!({:?})),\n", path_str(&wasm)));
     }
     src.push_str("];\n");
+    // Test fixtures are not embedded: they are copied as `<name>.wasm` into a
+    // directory usable as `--plugins-dir`.
+    let fixtures_dir = target.join("fixtures");
+    fs::create_dir_all(&fixtures_dir).unwrap();
+    for p in &fixtures {
+        fs::copy(built(p), fixtures_dir.join(format!("{p}.wasm"))).unwrap();
+    }
+    src.push_str(&format!(
+        "/// Directory of the test-fixture plugins (`tests/plugins`), one `<name>.wasm` each.\npub const FIXTURES_DIR: &str = {:?};\n",
+        path_str(&fixtures_dir)
+    ));
     fs::write(out.join("builtin_plugins.rs"), src).unwrap();
+}
+
+/// Names of the crates (directories with a Cargo.toml) under `dir`, sorted.
+fn crates(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().join("Cargo.toml").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
 }
 
 fn path_str(p: &Path) -> String {

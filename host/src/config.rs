@@ -146,9 +146,8 @@ impl SchedulerConfig {
             if let Some(m) = c.get("arguments").and_then(Value::as_mapping) {
                 for (k, v) in m {
                     let key = k.as_str().unwrap_or_default().to_string();
-                    let val = scalar_string(v).ok_or_else(|| {
-                        anyhow!("{origin}: configurations[{ci}].arguments.{key}: expected a scalar")
-                    })?;
+                    let val = scalar_string(v)
+                        .ok_or_else(|| anyhow!("{origin}: configurations[{ci}].arguments.{key}: expected a scalar"))?;
                     args.insert(key, val);
                 }
             }
@@ -163,14 +162,12 @@ impl SchedulerConfig {
         for (k, v) in m {
             let key = k.as_str().unwrap_or("?");
             match key {
-                "name" => {
-                    conf.name = v.as_str().ok_or_else(|| anyhow!("{at}.name: expected a string"))?.to_string()
-                }
+                "name" => conf.name = v.as_str().ok_or_else(|| anyhow!("{at}.name: expected a string"))?.to_string(),
                 "arguments" => {
                     for (ak, av) in v.as_mapping().ok_or_else(|| anyhow!("{at}.arguments: expected a mapping"))? {
                         let ak = ak.as_str().unwrap_or_default().to_string();
-                        let av = scalar_string(av)
-                            .ok_or_else(|| anyhow!("{at}.arguments.{ak}: expected a scalar value"))?;
+                        let av =
+                            scalar_string(av).ok_or_else(|| anyhow!("{at}.arguments.{ak}: expected a scalar value"))?;
                         conf.arguments.push((ak, av));
                     }
                 }
@@ -233,8 +230,11 @@ configurations:
     fn rejects_bad_input_with_location() {
         let e = SchedulerConfig::parse("actions: \"allocate, nope\"", "c.yaml").unwrap_err();
         assert!(e.to_string().contains("c.yaml: field actions: unknown action \"nope\""), "{e}");
-        let e = SchedulerConfig::parse("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enableFoo: true\n", "c.yaml")
-            .unwrap_err();
+        let e = SchedulerConfig::parse(
+            "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    enableFoo: true\n",
+            "c.yaml",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("tiers[0].plugins[0]: unknown field \"enableFoo\""), "{e}");
         let both = "actions: allocate\ntiers:\n- plugins:\n  - name: capacity\n  - name: proportion\n";
         assert!(SchedulerConfig::parse(both, "c.yaml").unwrap_err().to_string().contains("cannot both"));

@@ -30,9 +30,19 @@ pub struct Outcome1 {
 }
 
 /// Expectation keys this runner checks, per place.
-const SESSION_KEYS: [&str; 9] =
-    ["binds", "bind_count", "evicted", "evict_count", "pipelined", "pipelined_count", "podgroup_phase", "job_in_session", "eventually"];
-const PLUGIN_FN_KEYS: [&str; 4] = ["node_scores", "predicate_status", "job_enqueueable", "backfill_candidates_in_order"];
+const SESSION_KEYS: [&str; 9] = [
+    "binds",
+    "bind_count",
+    "evicted",
+    "evict_count",
+    "pipelined",
+    "pipelined_count",
+    "podgroup_phase",
+    "job_in_session",
+    "eventually",
+];
+const PLUGIN_FN_KEYS: [&str; 4] =
+    ["node_scores", "predicate_status", "job_enqueueable", "backfill_candidates_in_order"];
 const EVENTUALLY_KEYS: [&str; 10] = [
     "running_podgroups",
     "inqueue_podgroups",
@@ -122,13 +132,17 @@ fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
     for (name, v) in s.get("priority_classes").and_then(Value::as_mapping).into_iter().flatten() {
         let name = scalar_string(name).unwrap_or_default();
         let (value, never) = match v {
-            Value::Mapping(_) => (int(v.get("value")).unwrap_or(0), v.get("preemptionPolicy").and_then(Value::as_str) == Some("Never")),
+            Value::Mapping(_) => {
+                (int(v.get("value")).unwrap_or(0), v.get("preemptionPolicy").and_then(Value::as_str) == Some("Never"))
+            }
             _ => (int(Some(v)).unwrap_or(0), false),
         };
-        c.priority_classes.insert(name, PriorityClass { value: value as i32, global_default: false, preempt_never: never });
+        c.priority_classes
+            .insert(name, PriorityClass { value: value as i32, global_default: false, preempt_never: never });
     }
     for (i, g) in s.get("podgroups").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
-        let name = g.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: podgroups[{i}].name: missing"))?;
+        let name =
+            g.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: podgroups[{i}].name: missing"))?;
         let gat = format!("{at}: podgroup {name}");
         let phase = g.get("phase").and_then(Value::as_str).unwrap_or("");
         c.podgroups.push(PodGroup {
@@ -136,8 +150,14 @@ fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
             name: name.into(),
             queue: g.get("queue").and_then(Value::as_str).unwrap_or("default").into(),
             min_member: int(g.get("min_member")).unwrap_or(0) as u32,
-            min_task_member: smap(g.get("min_task_member")).into_iter().map(|(k, v)| (k, v.parse().unwrap_or(0))).collect(),
-            min_resources: g.get("min_resources").map(|m| res(Some(m), &format!("{gat}: min_resources"))).transpose()?,
+            min_task_member: smap(g.get("min_task_member"))
+                .into_iter()
+                .map(|(k, v)| (k, v.parse().unwrap_or(0)))
+                .collect(),
+            min_resources: g
+                .get("min_resources")
+                .map(|m| res(Some(m), &format!("{gat}: min_resources")))
+                .transpose()?,
             priority_class: g.get("priority_class").and_then(Value::as_str).map(String::from),
             priority: int(g.get("priority")).map(|p| p as i32),
             phase: Phase::parse(phase).ok_or_else(|| anyhow!("{gat}: phase: unknown {phase:?}"))?,
@@ -242,7 +262,8 @@ fn config(s: &Value) -> SchedulerConfig {
                         }
                         Some(Value::Mapping(m)) => {
                             for (k, v) in m {
-                                conf.switches.insert(k.as_str().unwrap_or_default().into(), v.as_bool().unwrap_or(false));
+                                conf.switches
+                                    .insert(k.as_str().unwrap_or_default().into(), v.as_bool().unwrap_or(false));
                             }
                         }
                         _ => {}
@@ -269,11 +290,13 @@ fn skip_reason(s: &Value, lib: &Library) -> Option<String> {
     if s.get("historical").and_then(Value::as_bool) == Some(true) {
         return Some("historical: behaviour of code Volcano removed".into());
     }
-    let missing_actions: Vec<String> = strs(s.get("actions")).into_iter().filter(|a| actions::by_name(a).is_none()).collect();
+    let missing_actions: Vec<String> =
+        strs(s.get("actions")).into_iter().filter(|a| actions::by_name(a).is_none()).collect();
     if !missing_actions.is_empty() {
         return Some(format!("needs action(s) not built yet: {}", missing_actions.join(", ")));
     }
-    let plugins: BTreeSet<String> = s.get("plugins").and_then(Value::as_sequence).into_iter().flatten().flat_map(|t| strs(Some(t))).collect();
+    let plugins: BTreeSet<String> =
+        s.get("plugins").and_then(Value::as_sequence).into_iter().flatten().flat_map(|t| strs(Some(t))).collect();
     let missing: Vec<String> = plugins.into_iter().filter(|p| !lib.has(p)).collect();
     if !missing.is_empty() {
         return Some(format!("needs plugin(s) not built yet: {}", missing.join(", ")));
@@ -494,7 +517,8 @@ fn eventually(cluster: &Cluster, sched: Scheduler, expect: &Value, diffs: &mut V
     let c = &sim.cluster;
     let evictions: Vec<&(String, String, String)> = reports.iter().flat_map(|r| &r.evictions).collect();
     let evicted: BTreeSet<&str> = evictions.iter().map(|e| e.0.as_str()).collect();
-    let group_of = |p: &Pod| c.podgroups.iter().find(|g| g.namespace == p.namespace && Some(&g.name) == p.group.as_ref());
+    let group_of =
+        |p: &Pod| c.podgroups.iter().find(|g| g.namespace == p.namespace && Some(&g.name) == p.group.as_ref());
     let pg_name = |key: &str| key.rsplit('/').next().unwrap_or(key).to_string();
     let count_phase = |phase: Phase, field: &str, diffs: &mut Vec<String>| {
         for (q, n) in want.get(field).and_then(Value::as_mapping).into_iter().flatten() {
@@ -531,7 +555,10 @@ fn eventually(cluster: &Cluster, sched: Scheduler, expect: &Value, diffs: &mut V
     for key in strs(want.get("evicted_and_pending")) {
         let pending = c.pods.iter().any(|p| p.key() == key && p.node.is_none());
         if !evicted.contains(key.as_str()) || !pending {
-            diffs.push(format!("eventually evicted_and_pending: {key} (evicted {}, pending {pending})", evicted.contains(key.as_str())));
+            diffs.push(format!(
+                "eventually evicted_and_pending: {key} (evicted {}, pending {pending})",
+                evicted.contains(key.as_str())
+            ));
         }
     }
     if let Some(n) = int(want.get("bound_pods")) {

@@ -16,7 +16,11 @@ use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
 const DEMO: &str = include_str!("../../examples/demo/cluster.yaml");
 
 #[derive(Parser)]
-#[command(name = "tephra", version, about = "A batch scheduler for Kubernetes whose policies are WebAssembly components")]
+#[command(
+    name = "tephra",
+    version,
+    about = "A batch scheduler for Kubernetes whose policies are WebAssembly components"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -168,9 +172,10 @@ fn check(file: PathBuf) -> Result<()> {
     let runtime = Runtime::new(Sandbox::default())?;
     let p = WasmPlugin::load(&runtime, &bytes, &file.display().to_string())?;
     let info = p.info();
-    let mut text = format!("{}: plugin {:?} version {} (contract {})\n", file.display(), info.name, info.version, info.contract);
+    let mut text =
+        format!("{}: plugin {:?} version {} (contract {})\n", file.display(), info.name, info.version, info.contract);
     for pt in &info.points {
-        text += &format!("  implements {pt:?}\n");
+        text += &format!("  implements {}\n", tephra::policy::point_name(*pt));
     }
     emit(&text);
     Ok(())
@@ -178,9 +183,7 @@ fn check(file: PathBuf) -> Result<()> {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

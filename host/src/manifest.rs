@@ -65,7 +65,8 @@ fn map(at: &At, v: &Value, path: &str) -> Result<BTreeMap<String, String>> {
         let m = m.as_mapping().ok_or_else(|| at.err(path, "expected a mapping"))?;
         for (k, val) in m {
             let k = k.as_str().unwrap_or_default().to_string();
-            let val = crate::config::scalar_string(val).ok_or_else(|| at.err(&format!("{path}.{k}"), "expected a scalar"))?;
+            let val =
+                crate::config::scalar_string(val).ok_or_else(|| at.err(&format!("{path}.{k}"), "expected a scalar"))?;
             out.insert(k, val);
         }
     }
@@ -126,14 +127,30 @@ fn parse_time(s: &str) -> Option<i64> {
     Some(days * 86400 + h * 3600 + mi * 60 + se)
 }
 
-fn meta(at: &At, v: &Value, seqno: i64) -> Result<(String, String, BTreeMap<String, String>, BTreeMap<String, String>, i64)> {
+/// The metadata fields tephra reads.
+struct Meta {
+    name: String,
+    namespace: String,
+    annotations: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
+    /// Milliseconds since the epoch, or the document's position when unset.
+    created: i64,
+}
+
+fn meta(at: &At, v: &Value, seqno: i64) -> Result<Meta> {
     let name = string(at, v, "metadata.name")?.ok_or_else(|| at.err("metadata.name", "missing"))?;
-    let ns = string(at, v, "metadata.namespace")?.unwrap_or_else(|| "default".into());
+    let namespace = string(at, v, "metadata.namespace")?.unwrap_or_else(|| "default".into());
     let created = match string(at, v, "metadata.creationTimestamp")? {
         Some(t) => parse_time(&t).ok_or_else(|| at.err("metadata.creationTimestamp", "expected RFC 3339 time"))? * 1000,
         None => seqno,
     };
-    Ok((name, ns, map(at, v, "metadata.annotations")?, map(at, v, "metadata.labels")?, created))
+    Ok(Meta {
+        name,
+        namespace,
+        annotations: map(at, v, "metadata.annotations")?,
+        labels: map(at, v, "metadata.labels")?,
+        created,
+    })
 }
 
 /// Reads the pod spec part shared by Pods and Volcano Job templates.
@@ -168,7 +185,10 @@ fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
         let f = |k: &str| string(at, t, k).map(Option::unwrap_or_default);
         let tol = Toleration { key: f("key")?, operator: f("operator")?, value: f("value")?, effect: f("effect")? };
         if !["", "Exists", "Equal"].contains(&tol.operator.as_str()) {
-            return Err(at.err(&format!("spec.tolerations[{i}].operator"), format!("{:?} is not Exists or Equal", tol.operator)));
+            return Err(at.err(
+                &format!("spec.tolerations[{i}].operator"),
+                format!("{:?} is not Exists or Equal", tol.operator),
+            ));
         }
         pod.tolerations.push(tol);
     }
@@ -190,7 +210,10 @@ fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
 }
 
 fn preemptable(annotations: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
-    annotations.get("volcano.sh/preemptable").or_else(|| labels.get("volcano.sh/preemptable")).is_none_or(|v| v != "false")
+    annotations
+        .get("volcano.sh/preemptable")
+        .or_else(|| labels.get("volcano.sh/preemptable"))
+        .is_none_or(|v| v != "false")
 }
 
 /// Parses every document of one file.
@@ -216,13 +239,14 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Timed>> {
 
 fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>> {
     let api = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let (name, namespace, annotations, labels, created) = if kind == "Namespace" {
+    if kind == "Namespace" {
         return Ok(vec![]);
-    } else {
-        meta(at, v, seqno)?
-    };
+    }
+    let Meta { name, namespace, annotations, labels, created } = meta(at, v, seqno)?;
     let at_time = match annotations.get(ARRIVE_AT) {
-        Some(s) => s.parse::<f64>().map_err(|_| at.err(&format!("metadata.annotations.{ARRIVE_AT}"), "expected seconds"))?,
+        Some(s) => {
+            s.parse::<f64>().map_err(|_| at.err(&format!("metadata.annotations.{ARRIVE_AT}"), "expected seconds"))?
+        }
         None => 0.0,
     };
     let expect_api = |want: &str| -> Result<()> {
@@ -269,7 +293,10 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 ("required", "spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
                 ("preferred", "spec.affinity.nodeGroupAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
                 ("anti-required", "spec.affinity.nodeGroupAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-                ("anti-preferred", "spec.affinity.nodeGroupAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+                (
+                    "anti-preferred",
+                    "spec.affinity.nodeGroupAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+                ),
             ] {
                 let groups: Vec<String> = seq(at, v, path)?.iter().filter_map(crate::config::scalar_string).collect();
                 if !groups.is_empty() {
@@ -294,7 +321,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         "PodGroup" => {
             expect_api("scheduling.volcano.sh/v1beta1")?;
             let phase_s = string(at, v, "status.phase")?.unwrap_or_default();
-            let phase = Phase::parse(&phase_s).ok_or_else(|| at.err("status.phase", format!("unknown phase {phase_s:?}")))?;
+            let phase =
+                Phase::parse(&phase_s).ok_or_else(|| at.err("status.phase", format!("unknown phase {phase_s:?}")))?;
             let mut min_task_member = BTreeMap::new();
             for (role, n) in map(at, v, "spec.minTaskMember")? {
                 let n = n.parse().map_err(|_| at.err(&format!("spec.minTaskMember.{role}"), "expected an integer"))?;
@@ -306,7 +334,9 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 queue: string(at, v, "spec.queue")?.unwrap_or_else(|| "default".into()),
                 min_member: int(at, v, "spec.minMember")?.unwrap_or(1).max(0) as u32,
                 min_task_member,
-                min_resources: get(v, "spec.minResources").map(|_| resources(at, v, "spec.minResources")).transpose()?,
+                min_resources: get(v, "spec.minResources")
+                    .map(|_| resources(at, v, "spec.minResources"))
+                    .transpose()?,
                 priority_class: string(at, v, "spec.priorityClassName")?,
                 priority: None,
                 phase,
@@ -318,7 +348,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         "Pod" => {
             expect_api("v1")?;
             let phase_s = string(at, v, "status.phase")?.unwrap_or_default();
-            let phase = PodPhase::parse(&phase_s).ok_or_else(|| at.err("status.phase", format!("unknown phase {phase_s:?}")))?;
+            let phase = PodPhase::parse(&phase_s)
+                .ok_or_else(|| at.err("status.phase", format!("unknown phase {phase_s:?}")))?;
             let mut pod = Pod {
                 namespace,
                 name,
@@ -350,17 +381,31 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             )
         }
         "ConfigMap" => match get(v, "data.volcano-scheduler.conf").and_then(Value::as_str) {
-            Some(text) => Object::Config(SchedulerConfig::parse(text, &format!("{}: {}: data.volcano-scheduler.conf", at.origin, at.object))?),
+            Some(text) => Object::Config(SchedulerConfig::parse(
+                text,
+                &format!("{}: {}: data.volcano-scheduler.conf", at.origin, at.object),
+            )?),
             None => return Err(at.err("data", "a ConfigMap here must hold volcano-scheduler.conf")),
         },
-        other => bail!("{}: {}: kind {other:?} is not supported (Node, Pod, Queue, PodGroup, Job, PriorityClass, ConfigMap)", at.origin, at.object),
+        other => bail!(
+            "{}: {}: kind {other:?} is not supported (Node, Pod, Queue, PodGroup, Job, PriorityClass, ConfigMap)",
+            at.origin,
+            at.object
+        ),
     };
     Ok(vec![Timed { at: at_time, object }])
 }
 
 /// A Volcano Job becomes a PodGroup carrying its pod templates; the simulated
 /// job controller creates the pods once the group is admitted.
-fn vcjob(at: &At, v: &Value, name: String, namespace: String, annotations: BTreeMap<String, String>, created: i64) -> Result<Object> {
+fn vcjob(
+    at: &At,
+    v: &Value,
+    name: String,
+    namespace: String,
+    annotations: BTreeMap<String, String>,
+    created: i64,
+) -> Result<Object> {
     let queue = string(at, v, "spec.queue")?.unwrap_or_else(|| "default".into());
     let scheduler = string(at, v, "spec.schedulerName")?.unwrap_or_else(|| "volcano".into());
     let mut templates = Vec::new();

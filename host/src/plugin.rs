@@ -3,8 +3,8 @@
 //! a native build of the same crate in benchmarks).
 
 use crate::session::Names;
-use crate::wasm::contract::{Fit, PluginInfo, QueueFigures, Snapshot, Victims, Vote};
 use crate::wasm::contract::{Event, ExtensionPoint};
+use crate::wasm::contract::{Fit, PluginInfo, QueueFigures, Snapshot, Victims, Vote};
 use std::sync::Arc;
 
 /// One extension-point call with its arguments.

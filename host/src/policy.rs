@@ -63,16 +63,14 @@ pub struct Slot {
 
 impl Slot {
     pub fn new(conf: PluginConf, backend: Box<dyn Backend>) -> Self {
-        let points = backend.info().points.iter().copied().collect();
+        let points = backend.info().points.to_vec();
         Slot { conf, backend, points, delivered: 0, down: false }
     }
 
     /// Whether this plugin is asked about `point`: it implements it, its
     /// switch is on, and it has not faulted this session.
     fn answers(&self, point: P, unset_is_on: bool) -> bool {
-        !self.down
-            && self.points.contains(&point)
-            && switch_for(point).is_none_or(|s| self.conf.switch(s, unset_is_on))
+        !self.down && self.points.contains(&point) && switch_for(point).is_none_or(|s| self.conf.switch(s, unset_is_on))
     }
 }
 
@@ -84,8 +82,32 @@ pub struct Policies {
     pub faults: Vec<Fault>,
 }
 
-fn point_name(p: P) -> String {
-    format!("{p:?}")
+/// An extension point as the WIT spells it ("node-order").
+pub fn point_name(p: P) -> &'static str {
+    match p {
+        P::QueueOrder => "queue-order",
+        P::JobOrder => "job-order",
+        P::TaskOrder => "task-order",
+        P::VictimQueueOrder => "victim-queue-order",
+        P::Predicate => "predicate",
+        P::NodeOrder => "node-order",
+        P::Overused => "overused",
+        P::Allocatable => "allocatable",
+        P::Preemptive => "preemptive",
+        P::JobValid => "job-valid",
+        P::JobReady => "job-ready",
+        P::JobPipelined => "job-pipelined",
+        P::JobEnqueueable => "job-enqueueable",
+        P::JobEnqueued => "job-enqueued",
+        P::JobStarving => "job-starving",
+        P::Preemptable => "preemptable",
+        P::Reclaimable => "reclaimable",
+        P::VictimTasks => "victim-tasks",
+        P::TargetJob => "target-job",
+        P::ReservedNodes => "reserved-nodes",
+        P::QueueStatus => "queue-status",
+        P::Events => "events",
+    }
 }
 
 impl Policies {
@@ -103,8 +125,14 @@ impl Policies {
     }
 
     fn fail(faults: &mut Vec<Fault>, slot: &mut Slot, point: P, message: String) {
-        tracing::warn!(plugin = %slot.conf.name, point = ?point, "plugin fault: {message}");
-        faults.push(Fault { plugin: slot.conf.name.clone(), point: point_name(point), message });
+        tracing::warn!(plugin = %slot.conf.name, point = point_name(point), "plugin fault: {message}");
+        faults.push(Fault { plugin: slot.conf.name.clone(), point: point_name(point).into(), message });
+        slot.down = true;
+    }
+
+    fn fail_session(faults: &mut Vec<Fault>, slot: &mut Slot, what: &str, message: String) {
+        tracing::warn!(plugin = %slot.conf.name, "plugin fault in {what}: {message}");
+        faults.push(Fault { plugin: slot.conf.name.clone(), point: what.into(), message });
         slot.down = true;
     }
 
@@ -117,7 +145,7 @@ impl Policies {
             slot.down = false;
             if let Err(e) = slot.backend.open_session(snap, names, &slot.conf.arguments) {
                 let msg = format!("open-session failed: {e}");
-                Self::fail(&mut self.faults, slot, P::Events, msg);
+                Self::fail_session(&mut self.faults, slot, "open-session", msg);
             }
         }
     }
@@ -135,7 +163,7 @@ impl Policies {
                 }
             }
             if let Err(e) = slot.backend.close_session() {
-                Self::fail(&mut self.faults, slot, P::Events, format!("close-session failed: {e}"));
+                Self::fail_session(&mut self.faults, slot, "close-session", e);
             }
         }
     }
@@ -160,7 +188,12 @@ impl Policies {
     }
 
     /// Every enabled plugin's answer, in tier order, with the tier index.
-    fn each(&mut self, events: &[Event], call: Call<'_>, mut f: impl FnMut(usize, &str, Answer) -> Result<bool, String>) {
+    fn each(
+        &mut self,
+        events: &[Event],
+        call: Call<'_>,
+        mut f: impl FnMut(usize, &str, Answer) -> Result<bool, String>,
+    ) {
         let point = call.point();
         let unset_is_on = self.unset_is_on;
         for (ti, tier) in self.tiers.iter_mut().enumerate() {
@@ -212,7 +245,11 @@ impl Policies {
                 continue;
             };
             let fit = match a {
-                Answer::Fit(f) if f.codes.len() == ask.len() && f.codes.iter().all(|&c| (c as usize) <= f.reasons.len()) => f,
+                Answer::Fit(f)
+                    if f.codes.len() == ask.len() && f.codes.iter().all(|&c| (c as usize) <= f.reasons.len()) =>
+                {
+                    f
+                }
                 other => {
                     let msg = format!("predicate answer out of contract: {other:?}");
                     Self::fail(&mut self.faults, slot, point, msg);
@@ -406,7 +443,12 @@ impl Policies {
     }
 
     /// The first plugin's queue status (deserved rows, shares) for `queues`.
-    pub fn queue_status(&mut self, events: &[Event], queues: &[u32], dims: usize) -> Option<(String, Vec<f64>, Vec<f64>)> {
+    pub fn queue_status(
+        &mut self,
+        events: &[Event],
+        queues: &[u32],
+        dims: usize,
+    ) -> Option<(String, Vec<f64>, Vec<f64>)> {
         let mut r = None;
         let n = queues.len();
         self.each(events, Call::QueueStatus(queues), |_, name, a| match a {

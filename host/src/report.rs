@@ -95,7 +95,11 @@ impl CycleReport {
         }
         let same = prev.is_some_and(|p| format!("{:?}", p.queues) == format!("{:?}", self.queues));
         if !self.queues.is_empty() && !same {
-            let _ = writeln!(s, "  queues{}:", self.quota_plugin.as_ref().map(|p| format!(" (deserved by {p})")).unwrap_or_default());
+            let _ = writeln!(
+                s,
+                "  queues{}:",
+                self.quota_plugin.as_ref().map(|p| format!(" (deserved by {p})")).unwrap_or_default()
+            );
             for q in self.queues.iter().filter(|q| q.jobs > 0) {
                 let alloc = fmt_list(&q.allocated);
                 let des = q.deserved.as_ref().map(|d| format!("  deserved {}", fmt_list(d))).unwrap_or_default();

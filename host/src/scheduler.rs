@@ -22,7 +22,12 @@ pub struct Library {
 impl Library {
     /// Compiles the built-in plugins and every `<name>.wasm` in `dir`.
     pub fn load(dir: Option<&Path>) -> Result<Self> {
-        let runtime = Runtime::new(Sandbox::default())?;
+        Self::load_with(dir, Sandbox::default())
+    }
+
+    /// Like [`Library::load`], with explicit sandbox limits.
+    pub fn load_with(dir: Option<&Path>, sandbox: Sandbox) -> Result<Self> {
+        let runtime = Runtime::new(sandbox)?;
         let mut plugins = BTreeMap::new();
         for name in builtin::names() {
             let p = WasmPlugin::load(&runtime, builtin::get(name).unwrap(), &format!("built-in {name}"))?;
@@ -40,7 +45,12 @@ impl Library {
                 let p = WasmPlugin::load(&runtime, &bytes, &f.display().to_string())?;
                 let stem = f.file_stem().unwrap().to_string_lossy().to_string();
                 if p.info().name != stem {
-                    bail!("{}: the component calls itself {:?}; name the file {}.wasm", f.display(), p.info().name, p.info().name);
+                    bail!(
+                        "{}: the component calls itself {:?}; name the file {}.wasm",
+                        f.display(),
+                        p.info().name,
+                        p.info().name
+                    );
                 }
                 plugins.insert(stem, p);
             }
@@ -84,8 +94,7 @@ pub struct Scheduler {
 impl Scheduler {
     pub fn new(config: SchedulerConfig, library: &Library) -> Self {
         let (policies, missing_plugins) = library.policies(&config);
-        let missing_actions =
-            config.actions.iter().filter(|a| actions::by_name(a).is_none()).cloned().collect();
+        let missing_actions = config.actions.iter().filter(|a| actions::by_name(a).is_none()).cloned().collect();
         Scheduler { config, policies: Some(policies), missing_actions, missing_plugins, seed: 0x5eed }
     }
 

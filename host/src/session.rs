@@ -6,7 +6,7 @@ use crate::model::{Cluster, PodPhase};
 use crate::policy::Policies;
 use crate::resource::{self, BASE_DIMS, PODS};
 use crate::wasm::contract::{
-    AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, TaskStatus, Taint,
+    AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus,
     Toleration,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -70,8 +70,7 @@ pub struct FitErrors {
 
 impl FitErrors {
     pub fn summary(&self) -> String {
-        let parts: Vec<String> =
-            self.counts.iter().map(|((p, m), n)| format!("{n} {m} ({p})")).collect();
+        let parts: Vec<String> = self.counts.iter().map(|((p, m), n)| format!("{n} {m} ({p})")).collect();
         format!("0/{} nodes are available: {}", self.nodes, parts.join(", "))
     }
 }
@@ -303,9 +302,13 @@ impl Session {
             extra.task_best_effort.push(resource::is_empty(&req));
             extra.task_preempt_never.push(
                 p.preempt_never
-                    || p.priority_class.as_ref().and_then(|c| cluster.priority_classes.get(c)).is_some_and(|c| c.preempt_never),
+                    || p.priority_class
+                        .as_ref()
+                        .and_then(|c| cluster.priority_classes.get(c))
+                        .is_some_and(|c| c.preempt_never),
             );
-            extra.task_nominated
+            extra
+                .task_nominated
                 .push(p.nominated_node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE));
             extra.task_uid.push(format!("{}-{}", p.namespace, p.name));
             extra.job_tasks[j as usize].push(t);
@@ -313,12 +316,8 @@ impl Session {
             snap.task_status.push(status);
             snap.task_node.push(node);
             snap.task_resreq.extend(&req);
-            let prio = p
-                .annotations
-                .get("volcano.sh/task-priority")
-                .and_then(|v| v.parse().ok())
-                .or(p.priority)
-                .unwrap_or(1);
+            let prio =
+                p.annotations.get("volcano.sh/task-priority").and_then(|v| v.parse().ok()).or(p.priority).unwrap_or(1);
             snap.task_priority.push(prio);
             snap.task_preemptable.push(p.preemptable);
             snap.task_role.push(strings.id(&p.task_spec));

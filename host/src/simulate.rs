@@ -60,7 +60,8 @@ impl Simulation {
     /// Adds objects whose arrival time has come; returns their names.
     fn arrive(&mut self, names: &mut Vec<String>) {
         let now = self.time;
-        let (due, later): (Vec<Timed>, Vec<Timed>) = std::mem::take(&mut self.future).into_iter().partition(|t| t.at <= now + 1e-9);
+        let (due, later): (Vec<Timed>, Vec<Timed>) =
+            std::mem::take(&mut self.future).into_iter().partition(|t| t.at <= now + 1e-9);
         self.future = later;
         for t in due {
             let c = &mut self.cluster;
@@ -113,7 +114,11 @@ impl Simulation {
                 groups.push(PodGroup {
                     namespace: p.namespace.clone(),
                     name,
-                    queue: p.annotations.get("scheduling.volcano.sh/queue-name").cloned().unwrap_or_else(|| "default".into()),
+                    queue: p
+                        .annotations
+                        .get("scheduling.volcano.sh/queue-name")
+                        .cloned()
+                        .unwrap_or_else(|| "default".into()),
                     min_member: 1,
                     min_resources: Some(p.requests.clone()),
                     priority_class: p.priority_class.clone(),
@@ -126,7 +131,9 @@ impl Simulation {
         // Admission resolves pod priority from its class, as the API server does.
         for i in 0..c.pods.len() {
             if c.pods[i].priority.is_none() {
-                if let Some(v) = c.pods[i].priority_class.as_deref().and_then(|n| c.priority_classes.get(n)).map(|p| p.value) {
+                if let Some(v) =
+                    c.pods[i].priority_class.as_deref().and_then(|n| c.priority_classes.get(n)).map(|p| p.value)
+                {
                     c.pods[i].priority = Some(v);
                 }
             }
@@ -157,12 +164,8 @@ impl Simulation {
         }
         // Evicted pods of a Volcano Job come back as pending pods (the job
         // controller restarts them); others are simply deleted.
-        let templates: HashMap<String, Pod> = self
-            .cluster
-            .podgroups
-            .iter()
-            .flat_map(|g| g.job_templates.iter().map(|t| (t.key(), t.clone())))
-            .collect();
+        let templates: HashMap<String, Pod> =
+            self.cluster.podgroups.iter().flat_map(|g| g.job_templates.iter().map(|t| (t.key(), t.clone()))).collect();
         self.cluster.pods.retain(|p| !gone.contains(&p.key()));
         for key in gone {
             if let Some(t) = templates.get(&key) {
@@ -186,7 +189,11 @@ impl Simulation {
                 Decision::Evict { task, reason } => {
                     let pod = &mut self.cluster.pods[out.extra.task_pod[*task as usize]];
                     pod.deleting = true;
-                    r.evictions.push((names.tasks[*task as usize].clone(), pod.node.clone().unwrap_or_default(), reason.clone()));
+                    r.evictions.push((
+                        names.tasks[*task as usize].clone(),
+                        pod.node.clone().unwrap_or_default(),
+                        reason.clone(),
+                    ));
                 }
             }
         }
@@ -232,7 +239,14 @@ impl Simulation {
         for (qi, q) in self.cluster.queues.iter().enumerate() {
             let mut allocated = ResourceList::new();
             for p in self.cluster.pods.iter().filter(|p| p.node.is_some() && p.phase != PodPhase::Succeeded) {
-                let Some(g) = self.cluster.podgroups.iter().find(|g| g.namespace == p.namespace && Some(&g.name) == p.group.as_ref()) else { continue };
+                let Some(g) = self
+                    .cluster
+                    .podgroups
+                    .iter()
+                    .find(|g| g.namespace == p.namespace && Some(&g.name) == p.group.as_ref())
+                else {
+                    continue;
+                };
                 if g.queue == q.name {
                     for (k, v) in &p.requests {
                         *allocated.entry(k.clone()).or_default() += v;
@@ -279,7 +293,8 @@ impl Simulation {
         }
         for (j, reason) in &out.job_reasons {
             let g = &self.cluster.podgroups[out.extra.job_pg[*j as usize]];
-            let no_pods = !self.cluster.pods.iter().any(|p| p.namespace == g.namespace && p.group.as_ref() == Some(&g.name));
+            let no_pods =
+                !self.cluster.pods.iter().any(|p| p.namespace == g.namespace && p.group.as_ref() == Some(&g.name));
             let reason = if no_pods && !g.job_templates.is_empty() && g.phase != Phase::Pending {
                 "admitted; its job controller creates the pods next cycle".to_string()
             } else {
@@ -323,4 +338,3 @@ impl Simulation {
         reports
     }
 }
-

@@ -53,7 +53,9 @@ impl Statement {
     pub fn discard(self, ssn: &mut Session) {
         for op in self.ops.into_iter().rev() {
             let (task, (status, node)) = match op {
-                Op::Allocate { task, prev } | Op::Pipeline { task, prev } | Op::Evict { task, prev, .. } => (task, prev),
+                Op::Allocate { task, prev } | Op::Pipeline { task, prev } | Op::Evict { task, prev, .. } => {
+                    (task, prev)
+                }
             };
             ssn.set_task(task, status, node);
         }

@@ -17,10 +17,7 @@ impl Args {
     pub fn f64(&self, key: &str, default: f64) -> Result<f64, String> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => v
-                .trim()
-                .parse()
-                .map_err(|_| format!("argument {key}: {v:?} is not a number")),
+            Some(v) => v.trim().parse().map_err(|_| format!("argument {key}: {v:?} is not a number")),
         }
     }
     /// A boolean argument ("true"/"false").

@@ -72,9 +72,8 @@ impl Session {
                 v.push(j as u32);
             }
         }
-        let best_effort = (0..snap.task_job.len())
-            .map(|t| resource::is_empty(&snap.task_resreq[t * d..(t + 1) * d]))
-            .collect();
+        let best_effort =
+            (0..snap.task_job.len()).map(|t| resource::is_empty(&snap.task_resreq[t * d..(t + 1) * d])).collect();
         let mut s = Session {
             snap,
             d,
@@ -202,8 +201,7 @@ impl Session {
     /// Volcano's `IsPipelined`: waiting + ready + pending best-effort ≥ minAvailable.
     pub fn job_is_pipelined(&self, j: u32) -> bool {
         let j = j as usize;
-        self.job_waiting[j] + self.job_ready[j] + self.job_pending_best_effort[j]
-            >= self.snap.job_min_available[j]
+        self.job_waiting[j] + self.job_ready[j] + self.job_pending_best_effort[j] >= self.snap.job_min_available[j]
     }
     /// Volcano's `IsStarving`: waiting + ready < minAvailable.
     pub fn job_is_starving(&self, j: u32) -> bool {

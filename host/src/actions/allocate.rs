@@ -12,11 +12,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub fn execute(ssn: &mut Session) {
     let enqueue_on = ssn.actions.iter().any(|a| a == "enqueue");
-    let cache_errors = ssn
-        .action_args
-        .get("allocate")
-        .and_then(|a| a.get("predicateErrorCacheEnable"))
-        .is_none_or(|v| v != "false");
+    let cache_errors =
+        ssn.action_args.get("allocate").and_then(|a| a.get("predicateErrorCacheEnable")).is_none_or(|v| v != "false");
     let mut queues = Vec::new();
     let mut jobs_by_queue: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let mut worksheet: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
@@ -157,11 +154,8 @@ fn need_continue(ssn: &Session, job: u32, failed_roles: &BTreeSet<u32>) -> bool 
     };
     if min < role_sum {
         let ready = ssn.job_ready[job as usize];
-        let pending: u32 = roles
-            .keys()
-            .filter(|r| !failed_roles.contains(r))
-            .map(|&r| count(r, &|s| s == TaskStatus::Pending))
-            .sum();
+        let pending: u32 =
+            roles.keys().filter(|r| !failed_roles.contains(r)).map(|&r| count(r, &|s| s == TaskStatus::Pending)).sum();
         return ready + pending >= min;
     }
     !failed_roles.iter().any(|r| {

@@ -24,8 +24,8 @@ pub fn execute(ssn: &mut Session) {
         let mut list = std::mem::take(jobs);
         let Some(job) = pop_first(ssn, Kind::Job, &mut list) else { continue };
         pending.insert(q, list);
-        let admit = !ssn.snap.job_has_min_resources[job as usize]
-            || ssn.policies.vote(&ssn.events, Call::JobEnqueueable(job));
+        let admit =
+            !ssn.snap.job_has_min_resources[job as usize] || ssn.policies.vote(&ssn.events, Call::JobEnqueueable(job));
         if admit {
             ssn.policies.job_enqueued(&ssn.events, job);
             ssn.snap.job_phase[job as usize] = JobPhase::Inqueue;

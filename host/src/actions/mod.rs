@@ -152,8 +152,7 @@ pub fn best_node(ssn: &mut Session, task: u32, nodes: &[u32]) -> Option<u32> {
                 vec![0.0; gradient.len()]
             };
             let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let best: Vec<u32> =
-                gradient.iter().zip(&scores).filter(|(_, s)| **s == max).map(|(n, _)| *n).collect();
+            let best: Vec<u32> = gradient.iter().zip(&scores).filter(|(_, s)| **s == max).map(|(n, _)| *n).collect();
             let pick = (ssn.random() % best.len() as u64) as usize;
             Some(best[pick])
         }

@@ -20,8 +20,13 @@ pub struct WasmPlugin {
     live: Option<(Store<State>, Plugin)>,
 }
 
+/// A one-line message for a failed call: the trap (not the backtrace).
 fn fault(e: wasmtime::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+    if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+        return trap.to_string();
+    }
+    let text = format!("{e:#}");
+    text.rsplit("wasm backtrace:").next().unwrap_or(&text).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl WasmPlugin {
@@ -38,7 +43,8 @@ impl WasmPlugin {
         })?;
         let mut store = Store::new(&runtime.engine, runtime.state(origin, Arc::default()));
         store.set_epoch_deadline(runtime.deadline_ticks());
-        let instance = pre.instantiate(&mut store).map_err(|e| anyhow!("{origin}: instantiation failed: {}", fault(e)))?;
+        let instance =
+            pre.instantiate(&mut store).map_err(|e| anyhow!("{origin}: instantiation failed: {}", fault(e)))?;
         let info = instance
             .tephra_scheduler_policy()
             .call_info(&mut store)
@@ -60,9 +66,19 @@ impl WasmPlugin {
         match f(plugin, store) {
             Ok(r) => Ok(r),
             Err(e) => {
+                // What the guest printed (a Rust panic message) says why.
+                let out = store.data().output.contents();
+                let said = String::from_utf8_lossy(&out);
+                let lines: Vec<&str> =
+                    said.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("note: run with")).collect();
+                let last = lines[lines.len().saturating_sub(2)..].join(" ");
                 // A trapped instance cannot be entered again.
                 self.live = None;
-                Err(fault(e))
+                let mut msg = fault(e);
+                if !last.is_empty() {
+                    msg = format!("{msg}; the plugin printed: {}", last.chars().take(300).collect::<String>());
+                }
+                Err(msg)
             }
         }
     }

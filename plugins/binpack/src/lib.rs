@@ -23,22 +23,14 @@ fn int_arg(args: &Args, key: &str, default: i64) -> i64 {
         return default;
     };
     v.trim().parse().unwrap_or_else(|_| {
-        log::warn(&format!(
-            "binpack: argument {key}: {v:?} is not an integer, using {default}"
-        ));
+        log::warn(&format!("binpack: argument {key}: {v:?} is not an integer, using {default}"));
         default
     })
 }
 
 /// Volcano's `BinPackingScore` of one node: `request`, `used` and
 /// `allocatable` are rows over the snapshot's dimensions.
-pub fn score(
-    dims: &[(usize, f64)],
-    weight: f64,
-    request: &[f64],
-    used: &[f64],
-    allocatable: &[f64],
-) -> f64 {
+pub fn score(dims: &[(usize, f64)], weight: f64, request: &[f64], used: &[f64], allocatable: &[f64]) -> f64 {
     let (mut sum, mut weights) = (0.0, 0.0);
     for &(d, w) in dims {
         // Only the request's `ResourceNames` (amounts ≥ ε) are scored.
@@ -86,10 +78,7 @@ impl Policy for Binpack {
         set("cpu", weight_of("binpack.cpu"));
         set("memory", weight_of("binpack.memory"));
         // A resource the snapshot lacks is requested by no task.
-        self.dims = named
-            .into_iter()
-            .filter_map(|(n, w)| Some((s.dim(n)?, w as f64)))
-            .collect();
+        self.dims = named.into_iter().filter_map(|(n, w)| Some((s.dim(n)?, w as f64))).collect();
         Ok(())
     }
 
@@ -99,13 +88,7 @@ impl Policy for Binpack {
             *score_n = if self.weight == 0.0 {
                 0.0
             } else {
-                score(
-                    &self.dims,
-                    self.weight,
-                    request,
-                    s.node_used(n),
-                    s.node_allocatable(n),
-                )
+                score(&self.dims, self.weight, request, s.node_used(n), s.node_allocatable(n))
             };
         }
     }
@@ -122,10 +105,7 @@ mod tests {
     const GI: f64 = 1024.0 * 1024.0 * 1024.0;
 
     fn args(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|&(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn assert_scores(got: &[f64], want: &[f64]) {
@@ -147,18 +127,8 @@ mod tests {
         // Pending with a node is Bound: p1 and p2 are in their nodes' `used`.
         let p1 = b.task(j, &[1000.0, GI], TaskStatus::Bound, n1);
         let p2 = b.task(j, &[1500.0, 0.0], TaskStatus::Bound, n3);
-        let p3 = b.task(
-            j,
-            &[2000.0, 10.0 * GI, 0.0, 2000.0],
-            TaskStatus::Pending,
-            NONE,
-        );
-        let p4 = b.task(
-            j,
-            &[3000.0, 4.0 * GI, 0.0, 0.0, 3000.0],
-            TaskStatus::Pending,
-            NONE,
-        );
+        let p3 = b.task(j, &[2000.0, 10.0 * GI, 0.0, 2000.0], TaskStatus::Pending, NONE);
+        let p4 = b.task(j, &[3000.0, 4.0 * GI, 0.0, 0.0, 3000.0], TaskStatus::Pending, NONE);
         let mut rt = Runtime::<Binpack>::default();
         let a = args(&[
             ("binpack.weight", "10"),
@@ -196,10 +166,7 @@ mod tests {
         assert_eq!(one_node(&[("binpack.weight", "0")], &req), 0.0);
         // Negative ⇒ 1; a non-integer is ignored (default 1). cpu 1/2, memory full.
         let tight = [1000.0, 3e9];
-        assert_eq!(
-            one_node(&[("binpack.cpu", "-3"), ("binpack.memory", "2.5")], &tight),
-            75.0
-        );
+        assert_eq!(one_node(&[("binpack.cpu", "-3"), ("binpack.memory", "2.5")], &tight), 75.0);
         // binpack.cpu (default 1) overrides a `cpu` entry in binpack.resources.
         let listed = [("binpack.resources", "cpu"), ("binpack.resources.cpu", "9")];
         assert_eq!(one_node(&listed, &tight), 75.0);
@@ -207,10 +174,7 @@ mod tests {
         assert_eq!(one_node(&[("binpack.memory", "0")], &tight), 50.0);
         // Requested, weighted, absent on the node: scores 0 but its weight counts.
         let gpu = [("binpack.resources", "nvidia.com/gpu")];
-        assert_eq!(
-            one_node(&gpu, &[1000.0, 1e9, 0.0, 1000.0]),
-            (0.5 + 0.5) / 3.0 * 100.0
-        );
+        assert_eq!(one_node(&gpu, &[1000.0, 1e9, 0.0, 1000.0]), (0.5 + 0.5) / 3.0 * 100.0);
         // Amounts below ε are not requested at all.
         assert_eq!(one_node(&[], &[1000.0, 0.05]), 50.0);
         // Any overflowing dimension zeroes the node.

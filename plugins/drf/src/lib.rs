@@ -4,9 +4,7 @@
 
 use std::collections::HashMap;
 use tephra_sdk::resource::{self, EPSILON};
-use tephra_sdk::{
-    is_allocated, Args, Event, ExtensionPoint as P, Policy, Session, TaskStatus, Vote,
-};
+use tephra_sdk::{is_allocated, Args, Event, ExtensionPoint as P, Policy, Session, TaskStatus, Vote};
 
 /// Shares this close count as equal when choosing victims.
 const SHARE_DELTA: f64 = 1e-6;
@@ -28,12 +26,7 @@ fn held(status: TaskStatus) -> bool {
 /// The dominant share: max over the dimensions the cluster has (total ≥ ε,
 /// Volcano's `ResourceNames`), `pods` included; never below 0.
 pub fn dominant_share(alloc: &[f64], total: &[f64]) -> f64 {
-    alloc
-        .iter()
-        .zip(total)
-        .filter(|&(_, &t)| t >= EPSILON)
-        .map(|(&a, &t)| resource::share(a, t))
-        .fold(0.0, f64::max)
+    alloc.iter().zip(total).filter(|&(_, &t)| t >= EPSILON).map(|(&a, &t)| resource::share(a, t)).fold(0.0, f64::max)
 }
 
 impl Drf {
@@ -50,9 +43,7 @@ impl Policy for Drf {
     fn open(&mut self, s: &Session, _args: &Args) -> Result<(), String> {
         // At open, Volcano counts only tasks in AllocatedStatus, as the Session does.
         self.alloc = s.job_allocated.clone();
-        self.share = (0..s.jobs() as u32)
-            .map(|j| dominant_share(self.alloc(s, j), s.total()))
-            .collect();
+        self.share = (0..s.jobs() as u32).map(|j| dominant_share(self.alloc(s, j), s.total())).collect();
         Ok(())
     }
 
@@ -66,9 +57,7 @@ impl Policy for Drf {
         }
         let d = s.dims();
         let row = &mut self.alloc[j as usize * d..(j as usize + 1) * d];
-        row.iter_mut()
-            .zip(s.task_req(e.task))
-            .for_each(|(a, r)| *a += sign as f64 * r);
+        row.iter_mut().zip(s.task_req(e.task)).for_each(|(a, r)| *a += sign as f64 * r);
         self.share[j as usize] = dominant_share(row, s.total());
     }
 
@@ -153,31 +142,18 @@ mod tests {
         let run = b.task(j, &[1000.0], Running, n);
         let t = b.task(j, &[2000.0], Pending, NONE);
         let mut rt = open(b);
-        let ev = |kind, status| Event {
-            kind,
-            task: t,
-            node: n,
-            status,
-        };
+        let ev = |kind, status| Event { kind, task: t, node: n, status };
         let key = |rt: &mut Runtime<Drf>| rt.job_order(&[j])[0];
         assert_eq!(key(&mut rt), 0.1);
         // Volcano's Pipeline fires AllocateFunc: the share grows.
         rt.on_events(&[ev(EventKind::Allocate, Pipelined)]);
         assert!((key(&mut rt) - 0.3).abs() < 1e-12);
-        rt.on_events(&[
-            ev(EventKind::Deallocate, Pending),
-            ev(EventKind::Allocate, Allocated),
-        ]);
+        rt.on_events(&[ev(EventKind::Deallocate, Pending), ev(EventKind::Allocate, Allocated)]);
         assert!((key(&mut rt) - 0.3).abs() < 1e-12);
         // Still held after commit; released by eviction.
         rt.on_events(&[ev(EventKind::Allocate, Binding)]);
         assert!((key(&mut rt) - 0.3).abs() < 1e-12);
-        rt.on_events(&[Event {
-            kind: EventKind::Deallocate,
-            task: run,
-            node: n,
-            status: Releasing,
-        }]);
+        rt.on_events(&[Event { kind: EventKind::Deallocate, task: run, node: n, status: Releasing }]);
         assert!((key(&mut rt) - 0.2).abs() < 1e-12);
     }
 

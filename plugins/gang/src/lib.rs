@@ -30,12 +30,7 @@ fn occupies(s: &Session, t: u32, pipelined: bool) -> bool {
 impl Gang {
     /// The first role of `j` with fewer counted tasks than its minimum, as
     /// (role, counted, minimum).
-    fn short_role(
-        &self,
-        s: &Session,
-        j: u32,
-        counts: impl Fn(u32) -> bool,
-    ) -> Option<(u32, u32, u32)> {
+    fn short_role(&self, s: &Session, j: u32, counts: impl Fn(u32) -> bool) -> Option<(u32, u32, u32)> {
         let roles = self.roles.get(j as usize).filter(|r| !r.is_empty())?;
         let mut n = vec![0u32; roles.len()];
         for &t in s.job_tasks(j) {
@@ -44,11 +39,7 @@ impl Gang {
                 n[k] += counts(t) as u32;
             }
         }
-        roles
-            .iter()
-            .zip(n)
-            .find(|&(&(_, min), c)| c < min)
-            .map(|(&(r, min), c)| (r, c, min))
+        roles.iter().zip(n).find(|&(&(_, min), c)| c < min).map(|(&(r, min), c)| (r, c, min))
     }
 
     /// Volcano's preemptable = reclaimable function.
@@ -113,31 +104,18 @@ impl Policy for Gang {
     fn job_valid(&mut self, s: &Session, j: u32) -> Option<String> {
         if let Some((role, n, min)) = self.short_role(s, j, |t| is_valid(s.task_status(t))) {
             let role = s.str(role);
-            return Some(format!(
-                "NotEnoughPodsOfTask: role {role:?} has {n} valid tasks, minTaskMember {min}"
-            ));
+            return Some(format!("NotEnoughPodsOfTask: role {role:?} has {n} valid tasks, minTaskMember {min}"));
         }
         let (valid, min) = (s.job_valid[j as usize], s.job_min_available(j));
         let tasks = s.job_tasks(j).len();
-        (valid < min)
-            .then(|| format!("NotEnoughTasks: {valid}/{tasks} valid tasks, minAvailable {min}"))
+        (valid < min).then(|| format!("NotEnoughTasks: {valid}/{tasks} valid tasks, minAvailable {min}"))
     }
 
-    fn preemptable(
-        &mut self,
-        s: &Session,
-        _preemptor: u32,
-        candidates: &[u32],
-    ) -> (Vec<u32>, Vote) {
+    fn preemptable(&mut self, s: &Session, _preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
         Self::victims(s, candidates)
     }
 
-    fn reclaimable(
-        &mut self,
-        s: &Session,
-        _preemptor: u32,
-        candidates: &[u32],
-    ) -> (Vec<u32>, Vote) {
+    fn reclaimable(&mut self, s: &Session, _preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
         Self::victims(s, candidates)
     }
 
@@ -184,11 +162,7 @@ mod tests {
 
     fn role(b: &mut SnapshotBuilder, job: u32, name: &str, count: u32) -> u32 {
         let r = b.string(name);
-        b.snap.job_min_task_member.push(RoleMin {
-            job,
-            role: r,
-            count,
-        });
+        b.snap.job_min_task_member.push(RoleMin { job, role: r, count });
         r
     }
 
@@ -210,10 +184,7 @@ mod tests {
         b.task(full, CPU, Pending, NONE);
         b.task(full, CPU, Succeeded, NONE);
         let (mut g, s) = open(b);
-        assert_eq!(
-            g.job_valid(&s, short).as_deref(),
-            Some("NotEnoughTasks: 1/3 valid tasks, minAvailable 3")
-        );
+        assert_eq!(g.job_valid(&s, short).as_deref(), Some("NotEnoughTasks: 1/3 valid tasks, minAvailable 3"));
         assert_eq!(g.job_valid(&s, full), None);
     }
 

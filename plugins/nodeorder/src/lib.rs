@@ -30,16 +30,8 @@ pub struct NodeOrder {
 /// Mean of `score` over the dimensions with capacity (kube-scheduler skips
 /// zero-allocatable resources); `dims` holds (requested, allocatable).
 fn mean(dims: &[(i64, i64)], score: fn(i64, i64) -> i64) -> i64 {
-    let scores: Vec<i64> = dims
-        .iter()
-        .filter(|d| d.1 != 0)
-        .map(|&(r, a)| score(r, a))
-        .collect();
-    scores
-        .iter()
-        .sum::<i64>()
-        .checked_div(scores.len() as i64)
-        .unwrap_or(0)
+    let scores: Vec<i64> = dims.iter().filter(|d| d.1 != 0).map(|&(r, a)| score(r, a)).collect();
+    scores.iter().sum::<i64>().checked_div(scores.len() as i64).unwrap_or(0)
 }
 
 fn least_requested(requested: i64, capacity: i64) -> i64 {
@@ -56,11 +48,7 @@ fn most_requested(requested: i64, capacity: i64) -> i64 {
 
 /// `(1 − std) × 100` of the fractions, each capped at 1.
 fn balanced(dims: &[(i64, i64)]) -> i64 {
-    let f: Vec<f64> = dims
-        .iter()
-        .filter(|d| d.1 != 0)
-        .map(|&(r, a)| (r as f64 / a as f64).min(1.0))
-        .collect();
+    let f: Vec<f64> = dims.iter().filter(|d| d.1 != 0).map(|&(r, a)| (r as f64 / a as f64).min(1.0)).collect();
     let std = match f.len() {
         0 | 1 => 0.0,
         2 => ((f[0] - f[1]) / 2.0).abs(),
@@ -88,17 +76,8 @@ impl Policy for NodeOrder {
         let req = s.task_req(task);
         // Kube-scheduler's NodeInfo, as Volcano builds it, holds every task on
         // the node: pipelined ones count as requested too.
-        let (used, pipelined, alloc) = (
-            s.node_used(node),
-            s.node_pipelined(node),
-            s.node_allocatable(node),
-        );
-        let pair = |d: usize| {
-            (
-                (used[d] + pipelined[d] + req[d]).round() as i64,
-                alloc[d].round() as i64,
-            )
-        };
+        let (used, pipelined, alloc) = (s.node_used(node), s.node_pipelined(node), s.node_allocatable(node));
+        let pair = |d: usize| ((used[d] + pipelined[d] + req[d]).round() as i64, alloc[d].round() as i64);
         let cpu_mem = [pair(CPU), pair(MEMORY)];
         let mut score = 0.0;
         if self.least != 0.0 {
@@ -109,9 +88,7 @@ impl Policy for NodeOrder {
         }
         // Best-effort tasks get 0; an extended resource counts only when requested.
         let gpu = self.gpu.filter(|&g| req[g].round() > 0.0);
-        if self.balanced != 0.0
-            && (gpu.is_some() || req[CPU].round() > 0.0 || req[MEMORY].round() > 0.0)
-        {
+        if self.balanced != 0.0 && (gpu.is_some() || req[CPU].round() > 0.0 || req[MEMORY].round() > 0.0) {
             let mut dims = cpu_mem.to_vec();
             dims.extend(gpu.map(pair));
             score += self.balanced * balanced(&dims) as f64;
@@ -129,13 +106,7 @@ mod tests {
     use tephra_sdk::{Runtime, SnapshotBuilder, TaskStatus, NONE};
 
     /// Score of a pending task `req` on a node `alloc` already running `used`.
-    fn score_with(
-        scalars: &[&str],
-        alloc: &[f64],
-        used: &[f64],
-        req: &[f64],
-        args: &[(&str, &str)],
-    ) -> f64 {
+    fn score_with(scalars: &[&str], alloc: &[f64], used: &[f64], req: &[f64], args: &[(&str, &str)]) -> f64 {
         let mut b = SnapshotBuilder::new(scalars);
         let n = b.node(alloc);
         let q = b.queue(1.0);
@@ -144,10 +115,7 @@ mod tests {
         let t = b.task(j, req, TaskStatus::Pending, NONE);
         let s = b.build();
         let mut p = NodeOrder::default();
-        let args = args
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let args = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         p.open(&s, &Args::from_pairs(args)).unwrap();
         p.node_score(&s, t, n)
     }
@@ -157,11 +125,8 @@ mod tests {
     }
 
     const ONLY_LEAST: [(&str, &str); 1] = [("balancedresource.weight", "0")];
-    const ONLY_MOST: [(&str, &str); 3] = [
-        ("leastrequested.weight", "0"),
-        ("balancedresource.weight", "0"),
-        ("mostrequested.weight", "1"),
-    ];
+    const ONLY_MOST: [(&str, &str); 3] =
+        [("leastrequested.weight", "0"), ("balancedresource.weight", "0"), ("mostrequested.weight", "1")];
     const ONLY_BALANCED: [(&str, &str); 1] = [("leastrequested.weight", "0")];
 
     #[test]
@@ -176,15 +141,9 @@ mod tests {
         assert_eq!(score(&alloc, &used, &req, &ONLY_BALANCED), 91.0);
         // Defaults: least 1, balanced 1, most 0.
         assert_eq!(score(&alloc, &used, &req, &[]), 58.0 + 91.0);
-        let weighted = [
-            ("leastrequested.weight", "0"),
-            ("mostrequested.weight", "2"),
-            ("balancedresource.weight", "3"),
-        ];
-        assert_eq!(
-            score(&alloc, &used, &req, &weighted),
-            2.0 * 41.0 + 3.0 * 91.0
-        );
+        let weighted =
+            [("leastrequested.weight", "0"), ("mostrequested.weight", "2"), ("balancedresource.weight", "3")];
+        assert_eq!(score(&alloc, &used, &req, &weighted), 2.0 * 41.0 + 3.0 * 91.0);
     }
 
     #[test]
@@ -220,54 +179,15 @@ mod tests {
         let gpu = ["nvidia.com/gpu"];
         let alloc = [4000.0, 4000.0, 110.0, 4000.0];
         // Fractions .25, .25, .75: std = √(1/18) ⇒ 76.4; least ignores gpu.
-        assert_eq!(
-            score_with(
-                &gpu,
-                &alloc,
-                &[],
-                &[1000.0, 1000.0, 0.0, 3000.0],
-                &ONLY_BALANCED
-            ),
-            76.0
-        );
-        assert_eq!(
-            score_with(
-                &gpu,
-                &alloc,
-                &[],
-                &[1000.0, 1000.0, 0.0, 3000.0],
-                &ONLY_LEAST
-            ),
-            75.0
-        );
+        assert_eq!(score_with(&gpu, &alloc, &[], &[1000.0, 1000.0, 0.0, 3000.0], &ONLY_BALANCED), 76.0);
+        assert_eq!(score_with(&gpu, &alloc, &[], &[1000.0, 1000.0, 0.0, 3000.0], &ONLY_LEAST), 75.0);
         // A gpu-only task is not best-effort.
-        assert_eq!(
-            score_with(&gpu, &alloc, &[], &[0.0, 0.0, 0.0, 2000.0], &ONLY_BALANCED),
-            76.0
-        );
+        assert_eq!(score_with(&gpu, &alloc, &[], &[0.0, 0.0, 0.0, 2000.0], &ONLY_BALANCED), 76.0);
         // Not requested: the node's busy gpu is ignored.
-        assert_eq!(
-            score_with(
-                &gpu,
-                &alloc,
-                &[0.0, 0.0, 0.0, 4000.0],
-                &[1000.0, 1000.0],
-                &ONLY_BALANCED
-            ),
-            100.0
-        );
+        assert_eq!(score_with(&gpu, &alloc, &[0.0, 0.0, 0.0, 4000.0], &[1000.0, 1000.0], &ONLY_BALANCED), 100.0);
         // Requested but the node has none: skipped.
         let no_gpu = [4000.0, 4000.0, 110.0, 0.0];
-        assert_eq!(
-            score_with(
-                &gpu,
-                &no_gpu,
-                &[],
-                &[1000.0, 1000.0, 0.0, 1000.0],
-                &ONLY_BALANCED
-            ),
-            100.0
-        );
+        assert_eq!(score_with(&gpu, &no_gpu, &[], &[1000.0, 1000.0, 0.0, 1000.0], &ONLY_BALANCED), 100.0);
     }
 
     #[test]
@@ -293,8 +213,6 @@ mod tests {
         rt.on_events(&[e]);
         assert_eq!(rt.node_order(t, &[busy, idle]), [150.0, 125.0]);
         let snap = rt.session.take().unwrap().snap;
-        assert!(rt
-            .open_session(snap, vec![("leastrequested.weight".into(), "x".into())])
-            .is_err());
+        assert!(rt.open_session(snap, vec![("leastrequested.weight".into(), "x".into())]).is_err());
     }
 }

@@ -63,9 +63,10 @@ impl Policy for Overcommit {
         let Some(min) = s.job_min_resources(j) else {
             return Vote::Permit;
         };
-        let fits = min.iter().enumerate().all(|(d, &m)| {
-            d == PODS || m <= 0.0 || resource::less_equal(&[self.inqueue[d] + m], &[self.idle[d]])
-        });
+        let fits = min
+            .iter()
+            .enumerate()
+            .all(|(d, &m)| d == PODS || m <= 0.0 || resource::less_equal(&[self.inqueue[d] + m], &[self.idle[d]]));
         if fits {
             Vote::Permit
         } else {
@@ -82,10 +83,7 @@ impl Policy for Overcommit {
 
 /// Tasks holding resources (Volcano's `CalculateAllocatedTaskNum`).
 fn allocated_tasks(s: &Session, j: u32) -> u32 {
-    s.job_tasks(j)
-        .iter()
-        .filter(|&&t| is_allocated(s.task_status(t)))
-        .count() as u32
+    s.job_tasks(j).iter().filter(|&&t| is_allocated(s.task_status(t))).count() as u32
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -102,20 +100,13 @@ mod tests {
     fn min_resources(b: &mut SnapshotBuilder, j: u32, min: &[f64]) {
         b.snap.job_has_min_resources[j as usize] = true;
         for (d, &value) in min.iter().enumerate() {
-            b.snap.job_min_resources.push(Quantity {
-                owner: j,
-                dim: d as u32,
-                value,
-            });
+            b.snap.job_min_resources.push(Quantity { owner: j, dim: d as u32, value });
         }
     }
 
     fn open(s: &Session, args: &[(&str, &str)]) -> Overcommit {
         let mut p = Overcommit::default();
-        let args = args
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let args = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         p.open(s, &Args::from_pairs(args)).unwrap();
         p
     }
@@ -259,11 +250,7 @@ mod tests {
             b.snap.job_phase[r as usize] = JobPhase::Running;
             min_resources(&mut b, r, &[6000.0]);
             for i in 0..3 {
-                let (status, node) = if i < allocated {
-                    (TaskStatus::Running, n)
-                } else {
-                    (TaskStatus::Pending, NONE)
-                };
+                let (status, node) = if i < allocated { (TaskStatus::Running, n) } else { (TaskStatus::Pending, NONE) };
                 b.task(r, &[1000.0], status, node);
             }
             // Succeeded tasks are not allocated.

@@ -66,17 +66,13 @@ fn tolerates(s: &Session, t: &Toleration, key: &str, value: &str, effect: &str) 
 impl Predicates {
     fn label<'a>(&self, s: &'a Session, node: usize, key: &str) -> Option<&'a str> {
         let (rows, labels) = (&self.labels[node], &s.snap.node_labels);
-        let i = rows
-            .binary_search_by(|&r| s.str(labels[r].key).cmp(key))
-            .ok()?;
+        let i = rows.binary_search_by(|&r| s.str(labels[r].key).cmp(key)).ok()?;
         Some(s.str(labels[rows[i]].value))
     }
 
     fn tolerated(&self, s: &Session, task: usize, key: &str, value: &str, effect: &str) -> bool {
         let tolerations = &s.snap.task_tolerations;
-        self.tolerations[task]
-            .iter()
-            .any(|&r| tolerates(s, &tolerations[r], key, value, effect))
+        self.tolerations[task].iter().any(|&r| tolerates(s, &tolerations[r], key, value, effect))
     }
 
     /// nodeSelector: every label present with an equal value.
@@ -120,14 +116,11 @@ impl Predicates {
 
     fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
         let taints = &s.snap.node_taints;
-        self.hard_taints[node]
-            .iter()
-            .map(|&r| &taints[r])
-            .find_map(|t| {
-                let (key, value) = (s.str(t.key), s.str(t.value));
-                let ok = self.tolerated(s, task, key, value, s.str(t.effect));
-                (!ok).then(|| format!("node(s) had untolerated taint {{{key}: {value}}}"))
-            })
+        self.hard_taints[node].iter().map(|&r| &taints[r]).find_map(|t| {
+            let (key, value) = (s.str(t.key), s.str(t.value));
+            let ok = self.tolerated(s, task, key, value, s.str(t.effect));
+            (!ok).then(|| format!("node(s) had untolerated taint {{{key}: {value}}}"))
+        })
     }
 }
 
@@ -141,10 +134,7 @@ impl Policy for Predicates {
         let sn = &s.snap;
         self.labels = group(s.nodes(), sn.node_labels.iter().map(|l| l.owner));
         for rows in &mut self.labels {
-            rows.sort_by(|&a, &b| {
-                s.str(sn.node_labels[a].key)
-                    .cmp(s.str(sn.node_labels[b].key))
-            });
+            rows.sort_by(|&a, &b| s.str(sn.node_labels[a].key).cmp(s.str(sn.node_labels[b].key)));
         }
         self.hard_taints = group(s.nodes(), sn.node_taints.iter().map(|t| t.node));
         for rows in &mut self.hard_taints {
@@ -163,9 +153,7 @@ impl Policy for Predicates {
     /// fails both is skipped by preempt/reclaim (Volcano aborts on them too).
     fn predicate(&mut self, s: &Session, task: u32, node: u32) -> Result<(), Unfit> {
         let (t, n) = (task as usize, node as usize);
-        if s.snap.node_unschedulable[n]
-            && !self.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule")
-        {
+        if s.snap.node_unschedulable[n] && !self.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule") {
             return Err(Unfit::unresolvable(UNSCHEDULABLE));
         }
         if self.affinity && !(self.selector_matches(s, t, n) && self.terms_match(s, t, n)) {
@@ -211,63 +199,34 @@ mod tests {
             self.b.node(&[4000.0, 8e9, 110.0])
         }
         fn task(&mut self) -> u32 {
-            self.b
-                .task(self.job, &[1000.0, 1e9], TaskStatus::Pending, NONE)
+            self.b.task(self.job, &[1000.0, 1e9], TaskStatus::Pending, NONE)
         }
         fn label(&mut self, node: u32, k: &str, v: &str) {
             let (key, value) = (self.b.string(k), self.b.string(v));
-            self.b.snap.node_labels.push(Label {
-                owner: node,
-                key,
-                value,
-            });
+            self.b.snap.node_labels.push(Label { owner: node, key, value });
         }
         fn taint(&mut self, node: u32, k: &str, v: &str, effect: &str) {
             let (key, value, effect) = (self.b.string(k), self.b.string(v), self.b.string(effect));
-            self.b.snap.node_taints.push(Taint {
-                node,
-                key,
-                value,
-                effect,
-            });
+            self.b.snap.node_taints.push(Taint { node, key, value, effect });
         }
         fn tolerate(&mut self, task: u32, k: &str, op: &str, v: &str, effect: &str) {
             let (key, operator) = (self.b.string(k), self.b.string(op));
             let (value, effect) = (self.b.string(v), self.b.string(effect));
-            self.b.snap.task_tolerations.push(Toleration {
-                task,
-                key,
-                operator,
-                value,
-                effect,
-            });
+            self.b.snap.task_tolerations.push(Toleration { task, key, operator, value, effect });
         }
         fn select(&mut self, task: u32, k: &str, v: &str) {
             let (key, value) = (self.b.string(k), self.b.string(v));
-            self.b.snap.task_node_selector.push(Label {
-                owner: task,
-                key,
-                value,
-            });
+            self.b.snap.task_node_selector.push(Label { owner: task, key, value });
         }
         fn expr(&mut self, task: u32, term: u32, k: &str, op: &str, values: &[&str]) {
             let (key, operator) = (self.b.string(k), self.b.string(op));
             let values = values.iter().map(|v| self.b.string(v)).collect();
-            self.b.snap.task_affinity.push(AffinityExpr {
-                task,
-                term,
-                key,
-                operator,
-                values,
-            });
+            self.b.snap.task_affinity.push(AffinityExpr { task, term, key, operator, values });
         }
         fn run(self, args: &[(&str, &str)], task: u32, node: u32) -> Result<(), Unfit> {
             let s = self.b.build();
             let mut p = Predicates::default();
-            let args = args
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+            let args = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             p.open(&s, &Args::from_pairs(args)).unwrap();
             p.predicate(&s, task, node)
         }
@@ -289,10 +248,7 @@ mod tests {
             (&[(UNSCHEDULABLE_TAINT, "", "", "NoSchedule")], true),
             (&[("", "Exists", "", "")], true),
             (&[(UNSCHEDULABLE_TAINT, "Exists", "", "NoExecute")], false),
-            (
-                &[(UNSCHEDULABLE_TAINT, "Equal", "yes", "NoSchedule")],
-                false,
-            ),
+            (&[(UNSCHEDULABLE_TAINT, "Equal", "yes", "NoSchedule")], false),
             (&[("other", "Exists", "", "")], false),
         ];
         for &(tolerations, fits) in cases {
@@ -303,11 +259,7 @@ mod tests {
             for &(k, op, v, e) in tolerations {
                 b.tolerate(t, k, op, v, e);
             }
-            let want = if fits {
-                Ok(())
-            } else {
-                Err(Unfit::unresolvable(UNSCHEDULABLE))
-            };
+            let want = if fits { Ok(()) } else { Err(Unfit::unresolvable(UNSCHEDULABLE)) };
             assert_eq!(b.run(&[], t, n), want, "{tolerations:?}");
         }
         // Not switchable off.
@@ -315,10 +267,7 @@ mod tests {
         let n = b.node();
         let t = b.task();
         b.b.snap.node_unschedulable[n as usize] = true;
-        let off = [
-            ("predicate.NodeAffinityEnable", "false"),
-            ("predicate.TaintTolerationEnable", "false"),
-        ];
+        let off = [("predicate.NodeAffinityEnable", "false"), ("predicate.TaintTolerationEnable", "false")];
         assert!(b.run(&off, t, n).is_err());
     }
 
@@ -339,10 +288,7 @@ mod tests {
         assert_eq!(run(&[("zone", "b"), ("disk", "")], &[]), affinity_failure());
         // A missing label does not equal an empty value.
         assert_eq!(run(&[("zone", "a")], &[]), affinity_failure());
-        assert_eq!(
-            run(&[], &[("predicate.NodeAffinityEnable", "false")]),
-            Ok(())
-        );
+        assert_eq!(run(&[], &[("predicate.NodeAffinityEnable", "false")]), Ok(()));
         // No selector and no affinity: any node.
         let mut b = B::new();
         let n = b.node();
@@ -413,18 +359,9 @@ mod tests {
         };
         assert_eq!(run(&[("zone", "a"), ("arch", "arm64")], &[]), Ok(()));
         assert_eq!(run(&[("gpu", "t4"), ("gpu-count", "4")], &[]), Ok(()));
-        assert_eq!(
-            run(&[("zone", "a"), ("gpu", "t4"), ("gpu-count", "2")], &[]),
-            affinity_failure()
-        );
-        assert_eq!(
-            run(&[("arch", "arm64"), ("gpu-count", "8")], &[]),
-            affinity_failure()
-        );
-        assert_eq!(
-            run(&[], &[("predicate.NodeAffinityEnable", "false")]),
-            Ok(())
-        );
+        assert_eq!(run(&[("zone", "a"), ("gpu", "t4"), ("gpu-count", "2")], &[]), affinity_failure());
+        assert_eq!(run(&[("arch", "arm64"), ("gpu-count", "8")], &[]), affinity_failure());
+        assert_eq!(run(&[], &[("predicate.NodeAffinityEnable", "false")]), Ok(()));
         // Selector and terms must both hold.
         let mut b = B::new();
         let n = b.node();
@@ -448,58 +385,24 @@ mod tests {
             }
             b.run(args, t, n)
         };
-        let untolerated = |k: &str, v: &str| {
-            Err(Unfit::unresolvable(format!(
-                "node(s) had untolerated taint {{{k}: {v}}}"
-            )))
-        };
+        let untolerated =
+            |k: &str, v: &str| Err(Unfit::unresolvable(format!("node(s) had untolerated taint {{{k}: {v}}}")));
         let gpu = ("gpu", "true", "NoSchedule");
         assert_eq!(run(gpu, &[], &[]), untolerated("gpu", "true"));
-        assert_eq!(
-            run(("gpu", "", "NoExecute"), &[], &[]),
-            untolerated("gpu", "")
-        );
+        assert_eq!(run(("gpu", "", "NoExecute"), &[], &[]), untolerated("gpu", ""));
         // PreferNoSchedule taints never filter.
         assert_eq!(run(("soft2", "y", "PreferNoSchedule"), &[], &[]), Ok(()));
-        assert_eq!(
-            run(gpu, &[("gpu", "Equal", "true", "NoSchedule")], &[]),
-            Ok(())
-        );
+        assert_eq!(run(gpu, &[("gpu", "Equal", "true", "NoSchedule")], &[]), Ok(()));
         assert_eq!(run(gpu, &[("gpu", "", "true", "NoSchedule")], &[]), Ok(()));
-        assert_eq!(
-            run(gpu, &[("gpu", "Equal", "false", "NoSchedule")], &[]),
-            untolerated("gpu", "true")
-        );
-        assert_eq!(
-            run(gpu, &[("gpu", "Exists", "", "NoSchedule")], &[]),
-            Ok(())
-        );
+        assert_eq!(run(gpu, &[("gpu", "Equal", "false", "NoSchedule")], &[]), untolerated("gpu", "true"));
+        assert_eq!(run(gpu, &[("gpu", "Exists", "", "NoSchedule")], &[]), Ok(()));
         assert_eq!(run(gpu, &[("gpu", "Exists", "", "")], &[]), Ok(()));
-        assert_eq!(
-            run(gpu, &[("gpu", "Exists", "", "NoExecute")], &[]),
-            untolerated("gpu", "true")
-        );
+        assert_eq!(run(gpu, &[("gpu", "Exists", "", "NoExecute")], &[]), untolerated("gpu", "true"));
         assert_eq!(run(gpu, &[("", "Exists", "", "")], &[]), Ok(()));
-        assert_eq!(
-            run(gpu, &[("", "Exists", "", "NoExecute")], &[]),
-            untolerated("gpu", "true")
-        );
-        assert_eq!(
-            run(gpu, &[("gpu", "Sometimes", "true", "NoSchedule")], &[]),
-            untolerated("gpu", "true")
-        );
-        assert_eq!(
-            run(
-                gpu,
-                &[("other", "Exists", "", ""), ("gpu", "Equal", "true", "")],
-                &[]
-            ),
-            Ok(())
-        );
-        assert_eq!(
-            run(gpu, &[], &[("predicate.TaintTolerationEnable", "false")]),
-            Ok(())
-        );
+        assert_eq!(run(gpu, &[("", "Exists", "", "NoExecute")], &[]), untolerated("gpu", "true"));
+        assert_eq!(run(gpu, &[("gpu", "Sometimes", "true", "NoSchedule")], &[]), untolerated("gpu", "true"));
+        assert_eq!(run(gpu, &[("other", "Exists", "", ""), ("gpu", "Equal", "true", "")], &[]), Ok(()));
+        assert_eq!(run(gpu, &[], &[("predicate.TaintTolerationEnable", "false")]), Ok(()));
     }
 
     #[test]
@@ -532,11 +435,7 @@ mod tests {
         let other = b.task();
         b.taint(full, "dedicated", "x", "NoSchedule");
         let mut rt = Runtime::<Predicates>::default();
-        rt.open_session(
-            b.b.snap,
-            vec![("predicate.TaintTolerationEnable".into(), "false".into())],
-        )
-        .unwrap();
+        rt.open_session(b.b.snap, vec![("predicate.TaintTolerationEnable".into(), "false".into())]).unwrap();
         assert_eq!(rt.predicate(t, &[full]).codes, [0]);
         let e = tephra_sdk::Event {
             kind: tephra_sdk::EventKind::Allocate,
@@ -547,11 +446,7 @@ mod tests {
         rt.on_events(&[e]);
         let fit = rt.predicate(t, &[full]);
         assert_eq!(
-            (
-                fit.codes[0],
-                fit.reasons[0].message.as_str(),
-                fit.reasons[0].unresolvable
-            ),
+            (fit.codes[0], fit.reasons[0].message.as_str(), fit.reasons[0].unresolvable),
             (1, PODS_EXCEEDED, false)
         );
 

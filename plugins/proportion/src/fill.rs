@@ -42,10 +42,7 @@ pub fn deserved(total: &[f64], claims: &[Claim]) -> Vec<Vec<f64>> {
             let old = std::mem::replace(&mut deserved[i], vec![0.0; d]);
             let new = &mut deserved[i];
             for k in 0..d {
-                new[k] = (old[k] + remaining[k] * ratio)
-                    .min(c.cap[k])
-                    .min(c.request[k])
-                    .max(c.guarantee[k]);
+                new[k] = (old[k] + remaining[k] * ratio).min(c.cap[k]).min(c.request[k]).max(c.guarantee[k]);
                 if new[k] > old[k] {
                     inc[k] += new[k] - old[k];
                 } else {
@@ -70,12 +67,7 @@ pub fn deserved(total: &[f64], claims: &[Claim]) -> Vec<Vec<f64>> {
 /// Volcano's queue share: the largest `allocated / deserved` over the
 /// dimensions the queue deserves (≥ ε), `pods` included; 0 when none.
 pub fn share(allocated: &[f64], deserved: &[f64]) -> f64 {
-    deserved
-        .iter()
-        .zip(allocated)
-        .filter(|(d, _)| **d >= EPSILON)
-        .map(|(d, a)| a / d)
-        .fold(0.0, f64::max)
+    deserved.iter().zip(allocated).filter(|(d, _)| **d >= EPSILON).map(|(d, a)| a / d).fold(0.0, f64::max)
 }
 
 #[cfg(test)]
@@ -84,18 +76,8 @@ mod tests {
 
     const INF: f64 = f64::INFINITY;
 
-    fn claim<'a>(
-        weight: f64,
-        cap: &'a [f64],
-        request: &'a [f64],
-        guarantee: &'a [f64],
-    ) -> Claim<'a> {
-        Claim {
-            weight,
-            cap,
-            request,
-            guarantee,
-        }
+    fn claim<'a>(weight: f64, cap: &'a [f64], request: &'a [f64], guarantee: &'a [f64]) -> Claim<'a> {
+        Claim { weight, cap, request, guarantee }
     }
 
     #[test]
@@ -106,22 +88,11 @@ mod tests {
         let capped = [2000.0, INF, INF];
         let got = deserved(
             &[9000.0, 0.0, 0.0],
-            &[
-                claim(1.0, &none, &small, &zero),
-                claim(1.0, &capped, &big, &zero),
-                claim(1.0, &none, &big, &zero),
-            ],
+            &[claim(1.0, &none, &small, &zero), claim(1.0, &capped, &big, &zero), claim(1.0, &none, &big, &zero)],
         );
         // Round 1: 3000 each, q0 met at its request 1000, q1 capped at 2000.
         // Round 2: q1 unchanged (met), q2 4500. Round 3: q2 takes the rest.
-        assert_eq!(
-            got,
-            vec![
-                small.to_vec(),
-                vec![2000.0, 0.0, 0.0],
-                vec![6000.0, 0.0, 0.0]
-            ]
-        );
+        assert_eq!(got, vec![small.to_vec(), vec![2000.0, 0.0, 0.0], vec![6000.0, 0.0, 0.0]]);
     }
 
     #[test]
@@ -132,10 +103,7 @@ mod tests {
         let other = [8000.0, 0.0, 0.0];
         let got = deserved(
             &[4000.0, 0.0, 0.0],
-            &[
-                claim(1.0, &none, &req, &g),
-                claim(3.0, &[1000.0, INF, INF], &other, &[0.0; 3]),
-            ],
+            &[claim(1.0, &none, &req, &g), claim(3.0, &[1000.0, INF, INF], &other, &[0.0; 3])],
         );
         // The floor applies even above the request.
         assert_eq!(got, vec![vec![3000.0, 0.0, 0.0], vec![1000.0, 0.0, 0.0]]);
@@ -143,15 +111,7 @@ mod tests {
 
     #[test]
     fn all_zero_weights_leave_guarantee_unapplied() {
-        let got = deserved(
-            &[4000.0, 1e9, 10.0],
-            &[claim(
-                0.0,
-                &[INF; 3],
-                &[1000.0, 1e9, 1.0],
-                &[500.0, 0.0, 0.0],
-            )],
-        );
+        let got = deserved(&[4000.0, 1e9, 10.0], &[claim(0.0, &[INF; 3], &[1000.0, 1e9, 1.0], &[500.0, 0.0, 0.0])]);
         assert_eq!(got, vec![vec![0.0; 3]]);
     }
 
@@ -161,10 +121,7 @@ mod tests {
         let req = [4000.0, 0.0, 0.0];
         let got = deserved(
             &[4000.0, 0.0, 0.0],
-            &[
-                claim(0.0, &none, &req, &[1000.0, 0.0, 0.0]),
-                claim(1.0, &none, &req, &[0.0; 3]),
-            ],
+            &[claim(0.0, &none, &req, &[1000.0, 0.0, 0.0]), claim(1.0, &none, &req, &[0.0; 3])],
         );
         // Both draw on the same round's `remaining`: the guarantee comes on
         // top, so deserved rows may add up to more than the total.

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use tephra_sdk::resource::{self, PODS};
 use tephra_sdk::types::Quantity;
 use tephra_sdk::{
-    is_allocated, log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState,
-    Session, TaskStatus, Vote,
+    is_allocated, log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus,
+    Vote,
 };
 
 /// Session attributes of a queue that has jobs in the session.
@@ -40,10 +40,7 @@ struct Queue {
 /// A sparse per-queue list as a dense row, and which dims it names.
 fn sparse_row(list: &[Quantity], owner: u32, d: usize) -> (Vec<f64>, Vec<bool>) {
     let (mut row, mut named) = (vec![0.0; d], vec![false; d]);
-    for q in list
-        .iter()
-        .filter(|q| q.owner == owner && (q.dim as usize) < d)
-    {
+    for q in list.iter().filter(|q| q.owner == owner && (q.dim as usize) < d) {
         row[q.dim as usize] = q.value;
         named[q.dim as usize] = true;
     }
@@ -59,13 +56,8 @@ impl Queue {
         let (mut real_capability, mut fill_cap) = (vec![0.0; d], vec![f64::INFINITY; d]);
         for k in 0..d {
             // Unset dims, and cpu/memory ≤ 0, mean no limit.
-            let limit = if !capped[k] || (k < PODS && capability[k] <= 0.0) {
-                f64::INFINITY
-            } else {
-                capability[k]
-            };
-            real_capability[k] =
-                ((total[k] - total_guarantee[k]).max(0.0) + guarantee[k]).min(limit);
+            let limit = if !capped[k] || (k < PODS && capability[k] <= 0.0) { f64::INFINITY } else { capability[k] };
+            real_capability[k] = ((total[k] - total_guarantee[k]).max(0.0) + guarantee[k]).min(limit);
             // [quirk] Volcano's resource subtraction keeps a scalar only where
             // the total exceeds the guarantees; unless this queue's guarantee
             // names it, the dim is then absent from realCapability: 0 for
@@ -125,8 +117,7 @@ impl Queue {
     /// `allocated + req ≤ deserved` on the dims `req` asks for, `pods` aside
     /// (Volcano compares these exactly, without ε).
     fn fits(&self, req: &[f64]) -> bool {
-        (0..req.len())
-            .all(|k| k == PODS || req[k] <= 0.0 || self.allocated[k] + req[k] <= self.deserved[k])
+        (0..req.len()).all(|k| k == PODS || req[k] <= 0.0 || self.allocated[k] + req[k] <= self.deserved[k])
     }
 }
 
@@ -182,35 +173,22 @@ impl Policy for Proportion {
         let d = s.dims();
         // Every queue's guarantee is reserved, with jobs or without.
         let mut total_guarantee = vec![0.0; d];
-        for q in s
-            .snap
-            .queue_guarantee
-            .iter()
-            .filter(|q| (q.dim as usize) < d)
-        {
+        for q in s.snap.queue_guarantee.iter().filter(|q| (q.dim as usize) < d) {
             total_guarantee[q.dim as usize] += q.value;
         }
         self.queues = (0..s.queues()).map(|_| None).collect();
         for j in 0..s.jobs() as u32 {
             let q = s.job_queue(j);
             if let Some(slot) = self.queues.get_mut(q as usize) {
-                slot.get_or_insert_with(|| Queue::new(s, q, &total_guarantee))
-                    .add_job(s, j);
+                slot.get_or_insert_with(|| Queue::new(s, q, &total_guarantee)).add_job(s, j);
             }
         }
 
-        let ids: Vec<usize> = (0..self.queues.len())
-            .filter(|&q| self.queues[q].is_some())
-            .collect();
+        let ids: Vec<usize> = (0..self.queues.len()).filter(|&q| self.queues[q].is_some()).collect();
         let claims: Vec<fill::Claim> = ids
             .iter()
             .filter_map(|&q| self.queues[q].as_ref())
-            .map(|a| fill::Claim {
-                weight: a.weight,
-                cap: &a.fill_cap,
-                request: &a.request,
-                guarantee: &a.guarantee,
-            })
+            .map(|a| fill::Claim { weight: a.weight, cap: &a.fill_cap, request: &a.request, guarantee: &a.guarantee })
             .collect();
         let deserved = fill::deserved(s.total(), &claims);
         for (q, row) in ids.into_iter().zip(deserved) {
@@ -240,8 +218,7 @@ impl Policy for Proportion {
 
     /// The queue holds at least its whole deserved row (every dim, ε).
     fn overused(&mut self, _: &Session, q: u32) -> bool {
-        self.attr(q)
-            .is_some_and(|a| resource::less_equal(&a.deserved, &a.allocated))
+        self.attr(q).is_some_and(|a| resource::less_equal(&a.deserved, &a.allocated))
     }
 
     fn allocatable(&mut self, s: &Session, q: u32, t: u32) -> bool {
@@ -292,10 +269,7 @@ impl Policy for Proportion {
             return Vote::Permit;
         }
         // Volcano records this as a PodGroup event; the contract has only logs.
-        log::debug(&format!(
-            "job {j}: queue resource quota insufficient: insufficient {}",
-            short.join(", ")
-        ));
+        log::debug(&format!("job {j}: queue resource quota insufficient: insufficient {}", short.join(", ")));
         Vote::Reject
     }
 

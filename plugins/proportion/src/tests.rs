@@ -60,10 +60,7 @@ fn website_example_reclaims_the_big_task_only() {
     assert!(!default_attr.fits(&[1.0, 0.0, 0.0]));
     // Once job2 is gone default holds exactly its deserved: job1 stays.
     assert_eq!(p.reclaimable(&s, t3, &[t2, t1]), (vec![t2], Vote::Permit));
-    assert_eq!(
-        p.reclaimable(&s, t3, &[t1, t2]),
-        (vec![t1, t2], Vote::Permit)
-    );
+    assert_eq!(p.reclaimable(&s, t3, &[t1, t2]), (vec![t1, t2], Vote::Permit));
 }
 
 /// Reference §10 check 3: two w=1 queues on one 2-CPU node, 2×1 CPU each.
@@ -80,12 +77,7 @@ fn two_queues_get_one_cpu_each_and_events_move_allocated() {
     assert_eq!(deserved(&rt.plugin, q1), [1000.0, 2e9, 2.0]);
     assert_eq!(deserved(&rt.plugin, q2), [1000.0, 2e9, 2.0]);
     assert!(rt.allocatable(q1, t[0]));
-    let event = |kind, task, node, status| Event {
-        kind,
-        task,
-        node,
-        status,
-    };
+    let event = |kind, task, node, status| Event { kind, task, node, status };
     rt.on_events(&[event(EventKind::Allocate, t[0], n, TaskStatus::Allocated)]);
     assert!(!rt.allocatable(q1, t[1]));
     assert!(rt.allocatable(q2, t[2]));
@@ -95,12 +87,7 @@ fn two_queues_get_one_cpu_each_and_events_move_allocated() {
     // A pipelined task counts like an allocated one.
     rt.on_events(&[event(EventKind::Allocate, t[2], n, TaskStatus::Pipelined)]);
     assert!(!rt.allocatable(q2, t[3]));
-    rt.on_events(&[event(
-        EventKind::Deallocate,
-        t[0],
-        NONE,
-        TaskStatus::Pending,
-    )]);
+    rt.on_events(&[event(EventKind::Deallocate, t[0], NONE, TaskStatus::Pending)]);
     assert!(rt.allocatable(q1, t[1]));
     assert_eq!(rt.plugin.attr(q1).unwrap().share, 0.0);
 }
@@ -135,19 +122,11 @@ fn guarantee_floors_deserved_and_shrinks_others_real_capability() {
     b.snap.queue_guarantee.push(qty(qa, CPU, 3000.0));
     let (ja, jb) = (b.job(qa, 1), b.job(qb, 1));
     let ta = b.task(ja, &[1000.0], TaskStatus::Pending, NONE);
-    let tb: Vec<u32> = (0..8)
-        .map(|_| b.task(jb, &[1000.0], TaskStatus::Pending, NONE))
-        .collect();
+    let tb: Vec<u32> = (0..8).map(|_| b.task(jb, &[1000.0], TaskStatus::Pending, NONE)).collect();
     let (mut p, s) = open(b);
 
-    assert_eq!(
-        p.attr(qa).unwrap().real_capability,
-        [4000.0, 8.0 * GI, 110.0]
-    );
-    assert_eq!(
-        p.attr(qb).unwrap().real_capability,
-        [1000.0, 8.0 * GI, 110.0]
-    );
+    assert_eq!(p.attr(qa).unwrap().real_capability, [4000.0, 8.0 * GI, 110.0]);
+    assert_eq!(p.attr(qb).unwrap().real_capability, [1000.0, 8.0 * GI, 110.0]);
     // Round 1 (W=4): qa gets 1 CPU (its request), floored to its 3 CPU
     // guarantee; qb gets 3 CPU, capped at its real capability of 1 CPU.
     assert_eq!(deserved(&p, qa), [3000.0, 0.0, 1.0]);
@@ -196,10 +175,7 @@ fn all_zero_weights_leave_deserved_zero() {
     assert_eq!(p.attr(q).unwrap().share, 0.0);
     assert!(p.overused(&s, q));
     assert!(!p.allocatable(&s, q, pending));
-    assert_eq!(
-        p.reclaimable(&s, pending, &[running]),
-        (vec![running], Vote::Permit)
-    );
+    assert_eq!(p.reclaimable(&s, pending, &[running]), (vec![running], Vote::Permit));
 }
 
 /// Volcano's proportion_test.go TestEnqueueAndAllocable fixture: q1 (cap 2
@@ -209,12 +185,8 @@ fn enqueue_fixture(third: &[f64]) -> (Proportion, Session, u32, u32, u32) {
     let n1 = b.node(&[2000.0, 2e9, 10.0]);
     let n2 = b.node(&[2000.0, 2e9, 10.0]);
     let (q1, q2) = (b.queue(1.0), b.queue(1.0));
-    b.snap
-        .queue_capability
-        .extend([qty(q1, CPU, 2000.0), qty(q1, MEM, 2e9)]);
-    b.snap
-        .queue_capability
-        .extend([qty(q2, CPU, 3000.0), qty(q2, MEM, 3e9)]);
+    b.snap.queue_capability.extend([qty(q1, CPU, 2000.0), qty(q1, MEM, 2e9)]);
+    b.snap.queue_capability.extend([qty(q2, CPU, 3000.0), qty(q2, MEM, 3e9)]);
     for (q, n, req) in [(q1, n1, [1000.0, 2e9]), (q2, n2, [2000.0, 1e9])] {
         let j = b.job(q, 1);
         b.snap.job_phase[j as usize] = JobPhase::Running;
@@ -262,9 +234,7 @@ fn only_enqueued_jobs_reserve_inqueue() {
     let mut b = SnapshotBuilder::new(&[]);
     b.node(&[4000.0, 4e9, 10.0]);
     let q = b.queue(1.0);
-    b.snap
-        .queue_capability
-        .extend([qty(q, CPU, 1000.0), qty(q, MEM, 4e9)]);
+    b.snap.queue_capability.extend([qty(q, CPU, 1000.0), qty(q, MEM, 4e9)]);
     let (ja, jb) = (b.job(q, 1), b.job(q, 1));
     for j in [ja, jb] {
         b.snap.job_phase[j as usize] = JobPhase::Pending;
@@ -286,12 +256,7 @@ fn inqueue_and_elastic_at_open_feed_the_enqueue_check() {
     let mut b = SnapshotBuilder::new(&[]);
     let n = b.node(&[6000.0, 4e9, 20.0]);
     let q = b.queue(1.0);
-    let phases = [
-        JobPhase::Running,
-        JobPhase::Inqueue,
-        JobPhase::Running,
-        JobPhase::Running,
-    ];
+    let phases = [JobPhase::Running, JobPhase::Inqueue, JobPhase::Running, JobPhase::Running];
     let [short, admitted, whole, plain] = phases.map(|ph| {
         let j = b.job(q, 1);
         b.snap.job_phase[j as usize] = ph;
@@ -349,10 +314,7 @@ fn overused_queues_both_yield_and_priority_orders_them() {
         assert!(p.overused(&s, q));
     }
     assert!(p.preemptive(&s, q3, t));
-    assert_eq!(
-        p.reclaimable(&s, t, &[v1, v2]),
-        (vec![v1, v2], Vote::Permit)
-    );
+    assert_eq!(p.reclaimable(&s, t, &[v1, v2]), (vec![v1, v2], Vote::Permit));
     let key = |p: &mut Proportion, q| p.queue_order(&s, q);
     assert!(key(&mut p, q2) < key(&mut p, q1));
     assert!(key(&mut p, q1) < key(&mut p, q3));
@@ -361,9 +323,7 @@ fn overused_queues_both_yield_and_priority_orders_them() {
 #[test]
 fn queue_in_deserved_is_not_reclaimed() {
     let (mut p, s, _, _, t3) = enqueue_fixture(&[1000.0, 0.0]);
-    let running: Vec<u32> = (0..s.tasks() as u32)
-        .filter(|&t| s.task_status(t) == TaskStatus::Running)
-        .collect();
+    let running: Vec<u32> = (0..s.tasks() as u32).filter(|&t| s.task_status(t) == TaskStatus::Running).collect();
     let (victims, vote) = p.reclaimable(&s, t3, &running);
     assert!(victims.is_empty());
     assert_eq!(vote, Vote::Permit);

@@ -1,0 +1,118 @@
+//! The conformance suites: Volcano's scenarios (when `../shared` is beside
+//! the repository) and tephra's own under `tests/scenarios`.
+
+use std::path::{Path, PathBuf};
+use tephra::conformance::{run_file, run_scenario, Verdict};
+use tephra::scheduler::Library;
+use tephra::wasm::builtin::FIXTURES_DIR;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn library() -> Library {
+    Library::load(Some(Path::new(FIXTURES_DIR))).expect("plugins load")
+}
+
+/// Scenarios of the shared file whose actions and plugins tephra has; they
+/// must pass (a regression to "skipped" fails here too).
+const MUST_PASS: [&str; 13] = [
+    "alloc-nodeselector-one-role-fails",
+    "alloc-role-min-break",
+    "alloc-one-job-two-pods",
+    "alloc-big-task-does-not-block-other-queue",
+    "alloc-fairshare-low-share-queue-first",
+    "alloc-fairshare-queue-repushed-for-next-job",
+    "prop-enqueue-cpu-only-job-over-mem-deserved",
+    "prop-enqueue-reject-over-realcapability",
+    "prop-allocate-reject-over-deserved",
+    "prop-enqueue-rejected-by-other-plugin-consumes-nothing",
+    "binpack-weights-case1",
+    "backfill-besteffort-pick-order",
+    "overcommit-huge-minresources-rejected",
+];
+
+#[test]
+fn volcano_scenarios() {
+    let path = repo().join("../shared/conformance/volcano-scenarios.yaml");
+    if !path.exists() {
+        eprintln!("{} is not present; Volcano's scenarios are not run", path.display());
+        return;
+    }
+    let results = run_file(&path, &library()).unwrap();
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|o| match &o.verdict {
+            Verdict::Fail(why) => Some(format!("{}: {why}", o.name)),
+            _ => None,
+        })
+        .collect();
+    assert!(failed.is_empty(), "failing scenarios:\n{}", failed.join("\n"));
+    for name in MUST_PASS {
+        let o = results.iter().find(|o| o.name == name).unwrap_or_else(|| panic!("no scenario {name}"));
+        assert_eq!(o.verdict, Verdict::Pass, "{name}");
+    }
+    for o in &results {
+        if let Verdict::Skip(why) = &o.verdict {
+            assert!(
+                why.contains("not built yet") || why.contains("historical") || why.contains("runner"),
+                "{}: {why}",
+                o.name
+            );
+        }
+    }
+}
+
+#[test]
+fn own_scenarios() {
+    let lib = library();
+    let dir = repo().join("tests/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        for o in run_file(&f, &lib).unwrap() {
+            assert_eq!(o.verdict, Verdict::Pass, "{}: {}", f.display(), o.name);
+        }
+    }
+}
+
+/// The runner itself: a wrong expectation is reported as a failure with the
+/// difference, and an unknown plugin as a skip.
+#[test]
+fn runner_reports_differences_and_skips() {
+    let lib = library();
+    let scenario = |expect: &str, plugin: &str| {
+        let text = format!(
+            r#"
+name: t
+actions: [allocate]
+config_defaults: true
+plugins: [[gang], [{plugin}]]
+nodes: [{{name: n1, allocatable: {{cpu: '2', memory: 2Gi, pods: '10'}}}}]
+queues: [{{name: q, weight: 1}}]
+podgroups: [{{name: g, namespace: ns, queue: q, min_member: 1, phase: Inqueue}}]
+pods: [{{name: p, namespace: ns, group: g, requests: {{cpu: '1'}}, phase: Pending}}]
+expect: {expect}
+"#
+        );
+        run_scenario(&serde_yaml::from_str(&text).unwrap(), &lib, "inline").verdict
+    };
+    assert_eq!(scenario("{binds: {ns/p: n1}}", "predicates"), Verdict::Pass);
+    match scenario("{binds: {ns/p: n2}}", "predicates") {
+        Verdict::Fail(why) => assert!(why.contains("binds: want"), "{why}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    match scenario("{bind_count: 0}", "predicates") {
+        Verdict::Fail(why) => assert!(why.contains("bind_count: want 0, got 1"), "{why}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    match scenario("{bind_count: 1}", "no-such-plugin") {
+        Verdict::Skip(why) => assert!(why.contains("no-such-plugin"), "{why}"),
+        other => panic!("expected a skip, got {other:?}"),
+    }
+    match scenario("{node_temperature: 3}", "predicates") {
+        Verdict::Skip(why) => assert!(why.contains("node_temperature"), "{why}"),
+        other => panic!("expected a skip, got {other:?}"),
+    }
+}

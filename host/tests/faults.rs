@@ -1,0 +1,106 @@
+//! A plugin that breaks the contract never stops the cycle: the fault is
+//! reported with a clear message and the other plugins keep scheduling.
+
+use std::path::Path;
+use std::time::Duration;
+use tephra::config::{PluginConf, SchedulerConfig};
+use tephra::model::{Cluster, Node, Phase, Pod, PodGroup, Queue};
+use tephra::plugin::Backend;
+use tephra::scheduler::{Library, Scheduler};
+use tephra::session::Decision;
+use tephra::wasm::builtin::FIXTURES_DIR;
+use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
+
+fn cluster() -> Cluster {
+    let mut c = Cluster::default();
+    for n in ["n1", "n2"] {
+        c.nodes.push(Node {
+            name: n.into(),
+            allocatable: [("cpu".into(), 2000.0), ("memory".into(), 4e9), ("pods".into(), 10.0)].into(),
+            ..Default::default()
+        });
+    }
+    c.queues.push(Queue { name: "q".into(), weight: 1.0, reclaimable: true, ..Default::default() });
+    c.podgroups.push(PodGroup {
+        namespace: "ns".into(),
+        name: "g".into(),
+        queue: "q".into(),
+        min_member: 2,
+        phase: Phase::Inqueue,
+        ..Default::default()
+    });
+    for i in 0..2 {
+        c.pods.push(Pod {
+            namespace: "ns".into(),
+            name: format!("g-w-{i}"),
+            group: Some("g".into()),
+            requests: [("cpu".into(), 1500.0)].into(),
+            preemptable: true,
+            ..Default::default()
+        });
+    }
+    c
+}
+
+fn config(mode: &str) -> SchedulerConfig {
+    let mut faulty = PluginConf::new("faulty");
+    faulty.arguments.push(("mode".into(), mode.into()));
+    SchedulerConfig {
+        actions: vec!["allocate".into()],
+        tiers: vec![
+            vec![PluginConf::new("gang"), faulty],
+            vec![PluginConf::new("predicates"), PluginConf::new("nodeorder")],
+        ],
+        action_args: Default::default(),
+        unset_is_on: true,
+    }
+}
+
+fn library() -> Library {
+    let sandbox = Sandbox { call_deadline: Duration::from_millis(200), memory_bytes: 64 << 20, ..Default::default() };
+    Library::load_with(Some(Path::new(FIXTURES_DIR)), sandbox).unwrap()
+}
+
+#[test]
+fn faulty_plugins_never_stop_the_cycle() {
+    let lib = library();
+    let cases = [
+        ("trap", "predicate", "deliberate panic in predicate"),
+        ("bad-reason", "predicate", "out of contract"),
+        ("short-scores", "node-order", "out of contract"),
+        ("nan", "node-order", "non-finite"),
+        ("loop", "node-order", "interrupt"),
+        ("oom", "open-session", "open-session failed"),
+        ("open-fails", "open-session", "refuses every session"),
+    ];
+    for (mode, point, needle) in cases {
+        let mut sched = Scheduler::new(config(mode), &lib);
+        let out = sched.cycle(&cluster(), &Default::default(), 0);
+        let binds = out.decisions.iter().filter(|d| matches!(d, Decision::Bind { .. })).count();
+        assert_eq!(binds, 2, "mode {mode}: the gang must still be placed");
+        let fault = out.faults.iter().find(|f| f.plugin == "faulty").unwrap_or_else(|| panic!("mode {mode}: no fault"));
+        assert_eq!(fault.point, point, "mode {mode}: {fault:?}");
+        assert!(fault.message.to_lowercase().contains(needle), "mode {mode}: {fault:?}");
+        assert!(out.faults.iter().all(|f| f.plugin == "faulty"), "mode {mode}: {:?}", out.faults);
+        // A fresh instance next cycle: the plugin is tried again and fails the same way.
+        let again = sched.cycle(&cluster(), &Default::default(), 1000);
+        assert!(again.faults.iter().any(|f| f.plugin == "faulty"), "mode {mode}");
+    }
+}
+
+#[test]
+fn broken_components_are_refused_with_their_origin() {
+    let runtime = Runtime::new(Sandbox::default()).unwrap();
+    let e = WasmPlugin::load(&runtime, b"definitely not wasm", "junk.wasm").err().unwrap().to_string();
+    assert!(e.starts_with("junk.wasm: not a loadable WebAssembly component"), "{e}");
+    // A core module is not a component of our world.
+    let core = b"\0asm\x01\0\0\0";
+    let e = WasmPlugin::load(&runtime, core, "core.wasm").err().unwrap().to_string();
+    assert!(e.starts_with("core.wasm:"), "{e}");
+    let good = std::fs::read(Path::new(FIXTURES_DIR).join("test-rejecter.wasm")).unwrap();
+    let p = WasmPlugin::load(&runtime, &good, "test-rejecter.wasm").unwrap();
+    assert_eq!(p.info().name, "test-rejecter");
+    let mut truncated = good.clone();
+    truncated.truncate(good.len() / 2);
+    assert!(WasmPlugin::load(&runtime, &truncated, "cut.wasm").is_err());
+}

@@ -1,0 +1,163 @@
+//! A hostile policy for the host's fault tests. Argument `mode` picks the
+//! misbehaviour: `trap` (panics in predicate), `bad-reason` (predicate code
+//! pointing past its reasons), `short-scores` (wrong number of scores),
+//! `nan` (NaN node scores), `bad-victim` (names a non-candidate), `loop`
+//! (never returns from node-order), `oom` (allocates without bound),
+//! `open-fails` (refuses the session).
+
+use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit, Vote};
+
+#[derive(Default)]
+pub struct Faulty {
+    mode: String,
+}
+
+impl Policy for Faulty {
+    const NAME: &'static str = "faulty";
+    const POINTS: &'static [P] = &[P::Predicate, P::NodeOrder, P::Preemptable, P::JobOrder];
+
+    fn open(&mut self, _s: &Session, args: &Args) -> Result<(), String> {
+        self.mode = args.get("mode").unwrap_or("trap").to_string();
+        if self.mode == "open-fails" {
+            return Err("this plugin refuses every session".into());
+        }
+        if self.mode == "oom" {
+            let mut hog: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hog.push(vec![1; 16 << 20]);
+            }
+        }
+        Ok(())
+    }
+
+    fn predicate(&mut self, _s: &Session, _t: u32, _n: u32) -> Result<(), Unfit> {
+        if self.mode == "trap" {
+            panic!("faulty plugin: deliberate panic in predicate");
+        }
+        Ok(())
+    }
+
+    fn node_order(&mut self, _s: &Session, _t: u32, nodes: &[u32], scores: &mut [f64]) {
+        match self.mode.as_str() {
+            "nan" => scores.iter_mut().for_each(|x| *x = f64::NAN),
+            "loop" => {
+                let mut i: u64 = 0;
+                while std::hint::black_box(i) < u64::MAX {
+                    i = i.wrapping_add(1) % 7;
+                }
+            }
+            _ => scores.iter_mut().zip(nodes).for_each(|(x, n)| *x = *n as f64),
+        }
+    }
+
+    fn preemptable(&mut self, _s: &Session, _p: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
+        (candidates.iter().map(|c| c + 1_000_000).collect(), Vote::Permit)
+    }
+}
+
+// A hand-written export: it corrupts answers the SDK would keep valid.
+#[cfg(target_arch = "wasm32")]
+mod export {
+    use super::*;
+    use tephra_sdk::bindings::exports::tephra::scheduler::policy::Guest;
+    use tephra_sdk::types::*;
+    use tephra_sdk::Runtime;
+
+    std::thread_local! {
+        static RT: std::cell::RefCell<Runtime<Faulty>> = std::cell::RefCell::new(Runtime::default());
+    }
+    fn rt<R>(f: impl FnOnce(&mut Runtime<Faulty>) -> R) -> R {
+        RT.with(|r| f(&mut r.borrow_mut()))
+    }
+    fn mode() -> String {
+        rt(|r| r.plugin.mode.clone())
+    }
+
+    struct Export;
+    impl Guest for Export {
+        fn info() -> PluginInfo {
+            Runtime::<Faulty>::info()
+        }
+        fn open_session(s: Snapshot, a: Vec<(String, String)>) -> Result<(), String> {
+            rt(|r| r.open_session(s, a))
+        }
+        fn close_session() {
+            rt(|r| r.close_session())
+        }
+        fn on_events(e: Vec<Event>) {
+            rt(|r| r.on_events(&e))
+        }
+        fn queue_order(q: Vec<u32>) -> Vec<f64> {
+            vec![0.0; q.len()]
+        }
+        fn job_order(j: Vec<u32>) -> Vec<f64> {
+            vec![0.0; j.len()]
+        }
+        fn task_order(t: Vec<u32>) -> Vec<f64> {
+            vec![0.0; t.len()]
+        }
+        fn victim_queue_order(q: Vec<u32>, _p: u32) -> Vec<f64> {
+            vec![0.0; q.len()]
+        }
+        fn predicate(t: u32, n: Vec<u32>) -> Fit {
+            if mode() == "bad-reason" {
+                return Fit {
+                    codes: vec![7; n.len()],
+                    reasons: vec![Reason { message: "x".into(), unresolvable: false }],
+                };
+            }
+            rt(|r| r.predicate(t, &n))
+        }
+        fn node_order(t: u32, n: Vec<u32>) -> Vec<f64> {
+            let mut s = rt(|r| r.node_order(t, &n));
+            if mode() == "short-scores" {
+                s.pop();
+            }
+            s
+        }
+        fn overused(_q: u32) -> bool {
+            false
+        }
+        fn allocatable(_q: u32, _t: u32) -> bool {
+            true
+        }
+        fn preemptive(_q: u32, _t: u32) -> bool {
+            true
+        }
+        fn job_valid(_j: u32) -> Option<String> {
+            None
+        }
+        fn job_ready(_j: u32) -> bool {
+            true
+        }
+        fn job_pipelined(_j: u32) -> Vote {
+            Vote::Abstain
+        }
+        fn job_enqueueable(_j: u32) -> Vote {
+            Vote::Abstain
+        }
+        fn job_enqueued(_j: u32) {}
+        fn job_starving(_j: u32) -> bool {
+            false
+        }
+        fn preemptable(p: u32, c: Vec<u32>) -> Victims {
+            rt(|r| r.preemptable(p, &c))
+        }
+        fn reclaimable(_p: u32, _c: Vec<u32>) -> Victims {
+            Victims { tasks: vec![], vote: Vote::Abstain }
+        }
+        fn victim_tasks() -> Vec<u32> {
+            vec![]
+        }
+        fn target_job(_j: Vec<u32>) -> Option<u32> {
+            None
+        }
+        fn reserved_nodes() -> Vec<u32> {
+            vec![]
+        }
+        fn queue_status(_q: Vec<u32>) -> QueueFigures {
+            QueueFigures { deserved: vec![], share: vec![] }
+        }
+    }
+    tephra_sdk::bindings::__export_policy_bindings!(Export with_types_in tephra_sdk::bindings);
+}
