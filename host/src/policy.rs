@@ -466,3 +466,174 @@ impl Policies {
         self.tiers.iter().flatten().map(|s| s.conf.name.clone()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wasm::contract::{PluginInfo, Victims};
+
+    type Script = Box<dyn FnMut(Call<'_>) -> Result<Answer, String> + Send>;
+
+    /// A backend answering from a closure, to pin the combination rules.
+    struct Scripted {
+        info: PluginInfo,
+        script: Script,
+    }
+
+    impl Backend for Scripted {
+        fn info(&self) -> &PluginInfo {
+            &self.info
+        }
+        fn origin(&self) -> &str {
+            "test"
+        }
+        fn open_session(&mut self, _: &Snapshot, _: &Arc<Names>, _: &[(String, String)]) -> Result<(), String> {
+            Ok(())
+        }
+        fn close_session(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn on_events(&mut self, _: &[Event]) -> Result<(), String> {
+            Ok(())
+        }
+        fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
+            (self.script)(call)
+        }
+    }
+
+    fn slot(name: &str, points: &[P], script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static) -> Slot {
+        let info =
+            PluginInfo { name: name.into(), version: "t".into(), contract: "0.1.0".into(), points: points.to_vec() };
+        Slot::new(PluginConf::new(name), Box::new(Scripted { info, script: Box::new(script) }))
+    }
+
+    fn victims(tasks: &[u32], vote: Vote) -> impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static {
+        let tasks = tasks.to_vec();
+        move |_| Ok(Answer::Victims(Victims { tasks: tasks.clone(), vote }))
+    }
+
+    fn vote(v: Vote) -> impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static {
+        move |_| Ok(Answer::Vote(v))
+    }
+
+    fn boolean(b: bool) -> impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static {
+        move |_| Ok(Answer::Bool(b))
+    }
+
+    const C: &[u32] = &[1, 2, 3, 4];
+
+    #[test]
+    fn victim_voting_quirks() {
+        let pick = |tiers: Vec<Vec<Slot>>| Policies::new(tiers, true).victims(&[], Call::Preemptable(0, C), C);
+        let pre = [P::Preemptable];
+        // Intersection within a tier, first tier with victims decides.
+        let got = pick(vec![
+            vec![
+                slot("a", &pre, victims(&[1, 2, 3], Vote::Permit)),
+                slot("b", &pre, victims(&[2, 3, 4], Vote::Permit)),
+            ],
+            vec![slot("c", &pre, victims(&[4], Vote::Permit))],
+        ]);
+        assert_eq!(got, Some(vec![2, 3]));
+        // An empty answer makes its tier abstain: tier 2 decides.
+        let got = pick(vec![
+            vec![slot("a", &pre, victims(&[1], Vote::Permit)), slot("gang", &pre, victims(&[], Vote::Permit))],
+            vec![slot("c", &pre, victims(&[4], Vote::Permit))],
+        ]);
+        assert_eq!(got, Some(vec![4]));
+        // An empty intersection resets; the next plugin of the tier starts over.
+        let got = pick(vec![vec![
+            slot("a", &pre, victims(&[1], Vote::Permit)),
+            slot("b", &pre, victims(&[2], Vote::Permit)),
+            slot("c", &pre, victims(&[3, 4], Vote::Permit)),
+        ]]);
+        assert_eq!(got, Some(vec![3, 4]));
+        // Abstain is ignored; nobody deciding means no victims.
+        assert_eq!(pick(vec![vec![slot("a", &pre, victims(&[1], Vote::Abstain))]]), None);
+        // A victim that was not a candidate is a fault; the others still decide.
+        let mut p = Policies::new(
+            vec![vec![slot("bad", &pre, victims(&[99], Vote::Permit)), slot("ok", &pre, victims(&[2], Vote::Permit))]],
+            true,
+        );
+        assert_eq!(p.victims(&[], Call::Preemptable(0, C), C), Some(vec![2]));
+        assert_eq!(p.faults.len(), 1);
+        assert!(p.faults[0].message.contains("not a candidate"));
+    }
+
+    #[test]
+    fn tier_votes() {
+        let run = |tiers: Vec<Vec<Slot>>| Policies::new(tiers, true).vote(&[], Call::JobPipelined(0));
+        let pp = [P::JobPipelined];
+        assert!(run(vec![]), "no plugin: true");
+        assert!(!run(vec![vec![slot("a", &pp, vote(Vote::Permit)), slot("b", &pp, vote(Vote::Reject))]]));
+        assert!(run(vec![vec![slot("a", &pp, vote(Vote::Permit))], vec![slot("b", &pp, vote(Vote::Reject))]]));
+        assert!(!run(vec![vec![slot("a", &pp, vote(Vote::Abstain))], vec![slot("b", &pp, vote(Vote::Reject))]]));
+        assert!(run(vec![vec![slot("a", &pp, vote(Vote::Abstain))], vec![slot("b", &pp, vote(Vote::Abstain))]]));
+    }
+
+    #[test]
+    fn and_or_and_starving() {
+        let o = [P::Overused];
+        let mut p = Policies::new(vec![vec![slot("a", &o, boolean(false))], vec![slot("b", &o, boolean(true))]], true);
+        assert!(p.any_true(&[], Call::Overused(0)));
+        assert!(!Policies::new(vec![], true).any_true(&[], Call::Overused(0)));
+        let a = [P::Allocatable];
+        let mut p = Policies::new(vec![vec![slot("a", &a, boolean(true)), slot("b", &a, boolean(false))]], true);
+        assert!(!p.all_true(&[], Call::Allocatable(0, 0)));
+        assert!(Policies::new(vec![], true).all_true(&[], Call::Allocatable(0, 0)));
+        // Starving: the first tier with a plugin decides, AND within it; none ⇒ false.
+        let s = [P::JobStarving];
+        let mut p = Policies::new(
+            vec![
+                vec![slot("gang", &s, boolean(true)), slot("prio", &s, boolean(false))],
+                vec![slot("x", &s, boolean(true))],
+            ],
+            true,
+        );
+        assert!(!p.job_starving(&[], 0));
+        let mut p = Policies::new(vec![vec![], vec![slot("x", &s, boolean(true))]], true);
+        assert!(p.job_starving(&[], 0));
+        assert!(!Policies::new(vec![], true).job_starving(&[], 0));
+    }
+
+    #[test]
+    fn switches_gate_points() {
+        let o = [P::Overused];
+        let mut s = slot("a", &o, boolean(true));
+        s.conf.switches.insert("enabledOverused".into(), false);
+        assert!(!Policies::new(vec![vec![s]], true).any_true(&[], Call::Overused(0)));
+        // Programmatic tiers: an unset switch is off.
+        assert!(!Policies::new(vec![vec![slot("a", &o, boolean(true))]], false).any_true(&[], Call::Overused(0)));
+        // A point the plugin does not declare is never asked.
+        let called = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let c2 = called.clone();
+        let s = slot("a", &[P::JobOrder], move |_| {
+            c2.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(Answer::Bool(true))
+        });
+        assert!(!Policies::new(vec![vec![s]], true).any_true(&[], Call::Overused(0)));
+        assert!(!called.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn out_of_contract_answers_are_faults() {
+        let k = [P::JobOrder];
+        let mut p = Policies::new(
+            vec![vec![
+                slot("short", &k, |_| Ok(Answer::Keys(vec![1.0]))),
+                slot("nan", &k, |_| Ok(Answer::Keys(vec![f64::NAN, 0.0]))),
+                slot("trap", &k, |_| Err("wasm trap: unreachable".into())),
+                slot("good", &k, |_| Ok(Answer::Keys(vec![2.0, 1.0]))),
+            ]],
+            true,
+        );
+        let rows = p.order_keys(&[], Call::JobOrder(&[0, 1]), 2);
+        assert_eq!(rows, vec![vec![2.0, 1.0]]);
+        let faulty: Vec<&str> = p.faults.iter().map(|f| f.plugin.as_str()).collect();
+        assert_eq!(faulty, ["short", "nan", "trap"]);
+        // A faulted plugin sits out the rest of the session.
+        let rows = p.order_keys(&[], Call::JobOrder(&[0, 1]), 2);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(p.faults.len(), 3);
+    }
+}
