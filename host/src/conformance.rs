@@ -30,11 +30,12 @@ pub struct Outcome1 {
 }
 
 /// Expectation keys this runner checks, per place.
-const SESSION_KEYS: [&str; 9] = [
+const SESSION_KEYS: [&str; 10] = [
     "binds",
     "bind_count",
     "evicted",
     "evict_count",
+    "eviction_order",
     "pipelined",
     "pipelined_count",
     "podgroup_phase",
@@ -82,8 +83,16 @@ fn int(v: Option<&Value>) -> Option<i64> {
     v.and_then(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
 }
 
+/// A scenario's cluster: objects present from the start, task status
+/// overrides, and e2e Volcano Jobs, which arrive one after another.
+struct Setup {
+    cluster: Cluster,
+    overrides: StatusOverrides,
+    jobs: Vec<PodGroup>,
+}
+
 /// Builds the cluster a scenario describes; `at` prefixes errors.
-fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
+fn cluster(s: &Value, at: &str) -> Result<Setup> {
     let mut c = Cluster::default();
     for (i, n) in s.get("nodes").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         let name = n.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: nodes[{i}].name: missing"))?;
@@ -166,6 +175,7 @@ fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
         });
     }
     let mut overrides = StatusOverrides::new();
+    let mut jobs = Vec::new();
     for (i, p) in s.get("pods").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         let name = p.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: pods[{i}].name: missing"))?;
         let pat = format!("{at}: pod {name}");
@@ -223,7 +233,7 @@ fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
         for (k, v) in &requests {
             min_res.insert(k.clone(), v * min as f64);
         }
-        c.podgroups.push(PodGroup {
+        jobs.push(PodGroup {
             namespace: "e2e".into(),
             name: name.into(),
             queue: j.get("queue").and_then(Value::as_str).unwrap_or("default").into(),
@@ -235,7 +245,17 @@ fn cluster(s: &Value, at: &str) -> Result<(Cluster, StatusOverrides)> {
             ..Default::default()
         });
     }
-    Ok((c, overrides))
+    // Pods of a scenario's PodGroups are owned by their job: an evicted pod
+    // comes back pending, as Volcano's job controller recreates it.
+    for g in c.podgroups.iter_mut() {
+        g.job_templates = c
+            .pods
+            .iter()
+            .filter(|p| p.namespace == g.namespace && p.group.as_ref() == Some(&g.name))
+            .map(|p| Pod { node: None, phase: PodPhase::Pending, ..p.clone() })
+            .collect();
+    }
+    Ok(Setup { cluster: c, overrides, jobs })
 }
 
 /// The scheduler config a scenario describes.
@@ -342,21 +362,37 @@ pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> Outcome1 {
 }
 
 fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
-    let (cluster, overrides) = cluster(s, at)?;
+    let Setup { cluster, overrides, jobs } = cluster(s, at)?;
     let config = config(s);
-    let mut sched = Scheduler::new(config, lib);
     let expect = s.get("expect").cloned().unwrap_or(Value::Null);
     let mut diffs = Vec::new();
     match s.get("mode").and_then(Value::as_str).unwrap_or("session") {
         "plugin-fn" => {
+            let mut sched = Scheduler::new(config, lib);
             sched.inspect(&cluster, &overrides, 0, |ssn| plugin_fn(ssn, &expect, &mut diffs));
         }
-        "eventual" => eventually(&cluster, sched, &expect, &mut diffs),
+        "eventual" => eventually(&cluster, jobs, Scheduler::new(config, lib), &expect, &mut diffs),
         _ => {
+            let mut sched = Scheduler::new(config.clone(), lib);
             let out = sched.cycle(&cluster, &overrides, 0);
             session_checks(&out, &expect, &mut diffs);
-            // Doc scenarios also state where later cycles settle.
-            eventually(&cluster, sched, &expect, &mut diffs);
+            if expect.get("eventually").is_some() {
+                // Doc scenarios also state where a whole scheduler settles
+                // afterwards: continue from the session's result with
+                // allocate and backfill added to its actions.
+                let mut later = config;
+                let mut actions = vec!["allocate".to_string(), "backfill".to_string()];
+                actions.extend(later.actions.iter().filter(|a| !actions.contains(a)).cloned().collect::<Vec<_>>());
+                later.actions = actions;
+                let mut sim = Simulation::from_cluster(
+                    cluster,
+                    Scheduler::new(later, lib),
+                    Options { max_cycles: 30, period: 1.0 },
+                );
+                let mut reports = vec![sim.apply_outcome(out)];
+                reports.extend(sim.run());
+                eventually_checks(&sim, &reports, &expect, &mut diffs);
+            }
         }
     }
     Ok(diffs)
@@ -405,6 +441,12 @@ fn session_checks(out: &Outcome, expect: &Value, diffs: &mut Vec<String>) {
     if let Some(n) = int(expect.get("evict_count")) {
         if evicted.len() as i64 != n {
             diffs.push(format!("evict_count: want {n}, got {}", evicted.len()));
+        }
+    }
+    if let Some(want) = expect.get("eviction_order") {
+        let want = strs(Some(want));
+        if want != evicted {
+            diffs.push(format!("eviction_order: want {want:?}, got {evicted:?}"));
         }
     }
     let pipelined: Vec<(String, String)> = out
@@ -510,10 +552,34 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
     }
 }
 
-fn eventually(cluster: &Cluster, sched: Scheduler, expect: &Value, diffs: &mut Vec<String>) {
+/// e2e scenarios: Volcano's e2e tests create jobs one after another and wait
+/// for each to settle, so each job arrives once the previous ones settled.
+fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, expect: &Value, diffs: &mut Vec<String>) {
+    let per_job = Options { max_cycles: 30 * (jobs.len() + 1), period: 1.0 };
+    let mut sim = Simulation::from_cluster(cluster.clone(), sched, per_job);
+    let mut reports = sim.run();
+    for job in jobs {
+        sim.cluster.podgroups.push(job);
+        let limit = sim.cycle + 30;
+        while sim.cycle < limit {
+            let r = sim.step();
+            let done = sim.settled(&r);
+            reports.push(r);
+            if done {
+                break;
+            }
+        }
+    }
+    eventually_checks(&sim, &reports, expect, diffs);
+}
+
+fn eventually_checks(
+    sim: &Simulation,
+    reports: &[crate::report::CycleReport],
+    expect: &Value,
+    diffs: &mut Vec<String>,
+) {
     let Some(want) = expect.get("eventually") else { return };
-    let mut sim = Simulation::from_cluster(cluster.clone(), sched, Options { max_cycles: 30, period: 1.0 });
-    let reports = sim.run();
     let c = &sim.cluster;
     let evictions: Vec<&(String, String, String)> = reports.iter().flat_map(|r| &r.evictions).collect();
     let evicted: BTreeSet<&str> = evictions.iter().map(|e| e.0.as_str()).collect();

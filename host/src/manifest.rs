@@ -380,7 +380,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 },
             )
         }
-        "ConfigMap" => match get(v, "data.volcano-scheduler.conf").and_then(Value::as_str) {
+        "ConfigMap" => match v.get("data").and_then(|d| d.get("volcano-scheduler.conf")).and_then(Value::as_str) {
             Some(text) => Object::Config(SchedulerConfig::parse(
                 text,
                 &format!("{}: {}: data.volcano-scheduler.conf", at.origin, at.object),

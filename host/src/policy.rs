@@ -376,15 +376,16 @@ impl Policies {
 
     /// Victim selection with Volcano's tier quirks (reference §5.1): an
     /// empty answer makes its tier abstain, an empty intersection resets, the
-    /// first tier with victims decides.
-    pub fn victims(&mut self, events: &[Event], call: Call<'_>, candidates: &[u32]) -> Option<Vec<u32>> {
+    /// first tier with victims decides. Returns the victims and the plugins
+    /// whose votes selected them.
+    pub fn victims(&mut self, events: &[Event], call: Call<'_>, candidates: &[u32]) -> Option<(Vec<u32>, Vec<String>)> {
         let allowed: HashSet<u32> = candidates.iter().copied().collect();
-        let mut victims: Option<Vec<u32>> = None;
+        let mut victims: Option<(Vec<u32>, Vec<String>)> = None;
         let mut skip_tier = None;
         let mut current = None;
-        self.each(events, call, |ti, _, a| {
+        self.each(events, call, |ti, name, a| {
             if current != Some(ti) {
-                if victims.as_ref().is_some_and(|v| !v.is_empty()) {
+                if victims.is_some() {
                     return Ok(false);
                 }
                 current = Some(ti);
@@ -407,34 +408,33 @@ impl Policies {
                 skip_tier = Some(ti);
                 return Ok(true);
             }
-            victims = Some(match victims.take() {
-                None => v.tasks,
-                Some(prev) => {
+            victims = match victims.take() {
+                None => Some((v.tasks, vec![name.to_string()])),
+                Some((prev, mut voters)) => {
                     let keep: HashSet<u32> = v.tasks.into_iter().collect();
                     let both: Vec<u32> = prev.into_iter().filter(|t| keep.contains(t)).collect();
-                    if both.is_empty() {
-                        return Ok(true);
-                    }
-                    both
+                    voters.push(name.to_string());
+                    (!both.is_empty()).then_some((both, voters))
                 }
-            });
+            };
             Ok(true)
         });
         victims
     }
 
     /// Per tier the union of victim-task answers; the first non-empty tier decides.
-    pub fn victim_tasks(&mut self, events: &[Event]) -> Vec<u32> {
+    pub fn victim_tasks(&mut self, events: &[Event], candidates: &[u32]) -> Vec<u32> {
+        let allowed: HashSet<u32> = candidates.iter().copied().collect();
         let mut by_tier: Vec<(usize, Vec<u32>)> = Vec::new();
-        self.each(events, Call::VictimTasks, |ti, _, a| match a {
-            Answer::Ids(ids) => {
+        self.each(events, Call::VictimTasks(candidates), |ti, _, a| match a {
+            Answer::Ids(ids) if ids.iter().all(|t| allowed.contains(t)) => {
                 match by_tier.last_mut() {
                     Some((t, v)) if *t == ti => v.extend(ids),
                     _ => by_tier.push((ti, ids)),
                 }
                 Ok(true)
             }
-            other => Err(format!("unexpected answer {other:?}")),
+            other => Err(format!("victim-tasks answer out of contract (a non-candidate?): {other:?}")),
         });
         let mut out = by_tier.into_iter().map(|(_, v)| v).find(|v| !v.is_empty()).unwrap_or_default();
         out.sort_unstable();
@@ -524,7 +524,8 @@ mod tests {
 
     #[test]
     fn victim_voting_quirks() {
-        let pick = |tiers: Vec<Vec<Slot>>| Policies::new(tiers, true).victims(&[], Call::Preemptable(0, C), C);
+        let pick =
+            |tiers: Vec<Vec<Slot>>| Policies::new(tiers, true).victims(&[], Call::Preemptable(0, C), C).map(|v| v.0);
         let pre = [P::Preemptable];
         // Intersection within a tier, first tier with victims decides.
         let got = pick(vec![
@@ -555,7 +556,7 @@ mod tests {
             vec![vec![slot("bad", &pre, victims(&[99], Vote::Permit)), slot("ok", &pre, victims(&[2], Vote::Permit))]],
             true,
         );
-        assert_eq!(p.victims(&[], Call::Preemptable(0, C), C), Some(vec![2]));
+        assert_eq!(p.victims(&[], Call::Preemptable(0, C), C), Some((vec![2], vec!["ok".to_string()])));
         assert_eq!(p.faults.len(), 1);
         assert!(p.faults[0].message.contains("not a candidate"));
     }

@@ -56,8 +56,19 @@ pub fn phase_name(p: JobPhase) -> &'static str {
 /// A decision the session commits.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
-    Bind { task: u32, node: u32 },
-    Evict { task: u32, reason: String },
+    Bind {
+        task: u32,
+        node: u32,
+    },
+    Evict {
+        task: u32,
+        reason: String,
+    },
+    /// Preemption made room for the task on this node (`status.nominatedNodeName`).
+    Nominate {
+        task: u32,
+        node: u32,
+    },
 }
 
 /// Why a pending task was not placed, per plugin (for explanations).
@@ -66,10 +77,15 @@ pub struct FitErrors {
     /// (plugin or `resources`, message) → number of nodes.
     pub counts: BTreeMap<(String, String), usize>,
     pub nodes: usize,
+    /// A reason that is not about nodes (e.g. the queue's quota).
+    pub whole: Option<String>,
 }
 
 impl FitErrors {
     pub fn summary(&self) -> String {
+        if let Some(w) = &self.whole {
+            return w.clone();
+        }
         let parts: Vec<String> = self.counts.iter().map(|((p, m), n)| format!("{n} {m} ({p})")).collect();
         format!("0/{} nodes are available: {}", self.nodes, parts.join(", "))
     }
@@ -350,7 +366,7 @@ impl Session {
             }
         }
         snap.strings = strings.strings;
-        let _ = now_ms;
+        snap.now_ms = now_ms;
 
         let jobs = snap.job_queue.len();
         let names = Arc::new(names);
@@ -556,6 +572,7 @@ fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         dims,
         strings: vec![],
         total: vec![0.0; d],
+        now_ms: 0,
         node_allocatable: vec![],
         node_used: vec![],
         node_releasing: vec![],

@@ -169,7 +169,9 @@ impl Simulation {
         self.cluster.pods.retain(|p| !gone.contains(&p.key()));
         for key in gone {
             if let Some(t) = templates.get(&key) {
-                self.cluster.pods.push(t.clone());
+                let fresh =
+                    Pod { node: None, nominated_node: None, phase: PodPhase::Pending, deleting: false, ..t.clone() };
+                self.cluster.pods.push(fresh);
                 r.restarted.push(key);
             }
         }
@@ -185,6 +187,10 @@ impl Simulation {
                     pod.node = Some(names.nodes[*node as usize].clone());
                     pod.nominated_node = None;
                     r.binds.push((names.tasks[*task as usize].clone(), names.nodes[*node as usize].clone()));
+                }
+                Decision::Nominate { task, node } => {
+                    let pod = &mut self.cluster.pods[out.extra.task_pod[*task as usize]];
+                    pod.nominated_node = Some(names.nodes[*node as usize].clone());
                 }
                 Decision::Evict { task, reason } => {
                     let pod = &mut self.cluster.pods[out.extra.task_pod[*task as usize]];
@@ -271,6 +277,16 @@ impl Simulation {
             rows.push(QueueRow { name: q.name.clone(), allocated, deserved, share, jobs });
         }
         rows
+    }
+
+    /// Applies a session run elsewhere (on this cluster) as this simulation's
+    /// first cycle.
+    pub fn apply_outcome(&mut self, out: Outcome) -> CycleReport {
+        self.cycle += 1;
+        let mut r = CycleReport { cycle: self.cycle, time: self.time, ..Default::default() };
+        self.apply(&out, &mut r);
+        self.time += self.options.period;
+        r
     }
 
     /// Runs one cycle; returns what happened.

@@ -7,7 +7,7 @@ use crate::wasm::contract::TaskStatus;
 #[derive(Clone, Debug)]
 enum Op {
     Allocate { task: u32, prev: (TaskStatus, u32) },
-    Pipeline { task: u32, prev: (TaskStatus, u32) },
+    Pipeline { task: u32, prev: (TaskStatus, u32), nominate: bool },
     Evict { task: u32, reason: String, prev: (TaskStatus, u32) },
 }
 
@@ -36,9 +36,10 @@ impl Statement {
         ssn.set_task(task, TaskStatus::Allocated, node);
     }
 
-    /// Reserves a node whose room is being freed; nothing is bound.
-    pub fn pipeline(&mut self, ssn: &mut Session, task: u32, node: u32) {
-        self.ops.push(Op::Pipeline { task, prev: prev(ssn, task) });
+    /// Reserves a node whose room is being freed; nothing is bound. With
+    /// `nominate` (evictions were made for it) the pod is nominated to the node.
+    pub fn pipeline(&mut self, ssn: &mut Session, task: u32, node: u32, nominate: bool) {
+        self.ops.push(Op::Pipeline { task, prev: prev(ssn, task), nominate });
         ssn.set_task(task, TaskStatus::Pipelined, node);
     }
 
@@ -49,11 +50,16 @@ impl Statement {
         ssn.set_task(task, TaskStatus::Releasing, p.1);
     }
 
+    /// Appends another statement's operations (already applied) to this one.
+    pub fn merge(&mut self, other: Statement) {
+        self.ops.extend(other.ops);
+    }
+
     /// Undoes every change, last first.
     pub fn discard(self, ssn: &mut Session) {
         for op in self.ops.into_iter().rev() {
             let (task, (status, node)) = match op {
-                Op::Allocate { task, prev } | Op::Pipeline { task, prev } | Op::Evict { task, prev, .. } => {
+                Op::Allocate { task, prev } | Op::Pipeline { task, prev, .. } | Op::Evict { task, prev, .. } => {
                     (task, prev)
                 }
             };
@@ -72,6 +78,10 @@ impl Statement {
                     }
                 }
                 Op::Evict { task, reason, .. } => ssn.decisions.push(Decision::Evict { task, reason }),
+                Op::Pipeline { task, nominate: true, .. } => {
+                    let node = ssn.snap.task_node[task as usize];
+                    ssn.decisions.push(Decision::Nominate { task, node });
+                }
                 Op::Pipeline { .. } => {}
             }
         }

@@ -16,20 +16,45 @@ fn library() -> Library {
 
 /// Scenarios of the shared file whose actions and plugins tephra has; they
 /// must pass (a regression to "skipped" fails here too).
-const MUST_PASS: [&str; 13] = [
+const MUST_PASS: [&str; 38] = [
+    "doc-reclaim-weight-proportion",
     "alloc-nodeselector-one-role-fails",
     "alloc-role-min-break",
     "alloc-one-job-two-pods",
     "alloc-big-task-does-not-block-other-queue",
     "alloc-fairshare-low-share-queue-first",
     "alloc-fairshare-queue-repushed-for-next-job",
+    "enqueue-inqueue-stays-inqueue",
+    "enqueue-running-untouched",
+    "enqueue-missing-queue-ignored",
     "prop-enqueue-cpu-only-job-over-mem-deserved",
     "prop-enqueue-reject-over-realcapability",
     "prop-allocate-reject-over-deserved",
+    "prop-queue-priority-order",
     "prop-enqueue-rejected-by-other-plugin-consumes-nothing",
+    "reclaim-two-queues-overused",
+    "reclaim-victim-queue-priority",
+    "reclaim-preemption-policy-never",
+    "reclaim-counts-node-idle",
+    "reclaim-no-eviction-when-idle-suffices",
+    "preempt-not-needed-idle-enough",
+    "preempt-one-task-of-lower-priority-job",
+    "preempt-two-victims-for-large-task",
+    "preempt-not-needed-when-allocatable",
+    "preempt-skip-nonpreemptable-and-high-priority-pod",
+    "preempt-besteffort-by-besteffort",
+    "preempt-preemption-policy-never",
+    "preempt-commit-only-winning-node",
+    "preempt-multi-queue-preemptor-not-lost",
+    "priority-plugin-preempt-enabled",
     "binpack-weights-case1",
+    "shuffle-evicts-victim-fn-selection",
     "backfill-besteffort-pick-order",
     "overcommit-huge-minresources-rejected",
+    "e2e-reclaim-no-reclaim-when-overused",
+    "e2e-guarantee-reserves-part-of-cluster",
+    "e2e-allocate-without-enqueue-action",
+    "e2e-preempt-only-same-queue",
 ];
 
 #[test]

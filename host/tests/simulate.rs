@@ -99,3 +99,26 @@ fn plugin_check_prints_points() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("plugin \"test-rejecter\"") && out.contains("implements job-enqueueable"), "{out}");
 }
+
+#[test]
+fn preemption_example_evicts_restarts_and_recovers() {
+    let (code, out, err) = tephra(&["simulate", "examples/preemption/cluster.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let evict = out
+        .lines()
+        .find(|l| l.contains("evict      team/batch-worker-"))
+        .unwrap_or_else(|| panic!("no eviction:\n{out}"));
+    assert!(evict.contains("preempt: for team/urgent-fix-0"), "{evict}");
+    assert!(evict.contains("victims voted by priority, conformance"), "{evict}");
+    assert_eq!(out.matches("evict      ").count(), 1, "exactly one victim:\n{out}");
+    let victim = evict.split_whitespace().nth(1).unwrap();
+    assert!(out.contains(&format!("restarted  {victim} (recreated by its job)")), "{out}");
+    // The urgent pod is pipelined on the victim's node, then bound there.
+    let node = evict.split(" on ").nth(1).unwrap().split(':').next().unwrap();
+    assert!(out.contains(&format!("pipelined  team/urgent-fix-0 → {node}")), "{out}");
+    assert!(out.contains(&format!("bind       team/urgent-fix-0 → {node}")), "{out}");
+    // After the urgent job completes, the recreated pod runs again.
+    let after = out.split("completed  team/urgent-fix-0").nth(1).expect("urgent completes");
+    assert!(after.contains(&format!("bind       {victim} → {node}")), "{after}");
+    assert!(out.contains("settled after"), "{out}");
+}

@@ -132,8 +132,8 @@ macro_rules! export_plugin {
             fn reclaimable(preemptor: u32, candidates: ::std::vec::Vec<u32>) -> $crate::types::Victims {
                 __tephra(|rt| rt.reclaimable(preemptor, &candidates))
             }
-            fn victim_tasks() -> ::std::vec::Vec<u32> {
-                __tephra(|rt| rt.victim_tasks())
+            fn victim_tasks(candidates: ::std::vec::Vec<u32>) -> ::std::vec::Vec<u32> {
+                __tephra(|rt| rt.victim_tasks(&candidates))
             }
             fn target_job(jobs: ::std::vec::Vec<u32>) -> ::core::option::Option<u32> {
                 __tephra(|rt| rt.target_job(&jobs))

@@ -103,7 +103,8 @@ pub trait Policy: Default {
     fn reclaimable(&mut self, s: &Session, preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
         (Vec::new(), Vote::Abstain)
     }
-    fn victim_tasks(&mut self, s: &Session) -> Vec<u32> {
+    /// Tasks among `candidates` that should be evicted (shuffle).
+    fn victim_tasks(&mut self, s: &Session, candidates: &[u32]) -> Vec<u32> {
         Vec::new()
     }
     fn target_job(&mut self, s: &Session, jobs: &[u32]) -> Option<u32> {

@@ -157,9 +157,9 @@ impl<P: Policy> Runtime<P> {
             with_session!(self, (Vec::new(), Vote::Abstain), |s| p.reclaimable(s, preemptor, candidates));
         Victims { tasks, vote }
     }
-    pub fn victim_tasks(&mut self) -> Vec<u32> {
+    pub fn victim_tasks(&mut self, candidates: &[u32]) -> Vec<u32> {
         let p = &mut self.plugin;
-        with_session!(self, Vec::new(), |s| p.victim_tasks(s))
+        with_session!(self, Vec::new(), |s| p.victim_tasks(s, candidates))
     }
     pub fn target_job(&mut self, jobs: &[u32]) -> Option<u32> {
         let p = &mut self.plugin;

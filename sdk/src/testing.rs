@@ -19,6 +19,7 @@ impl SnapshotBuilder {
                 dims,
                 strings: vec![String::new()],
                 total: vec![0.0; d],
+                now_ms: 0,
                 node_allocatable: vec![],
                 node_used: vec![],
                 node_releasing: vec![],

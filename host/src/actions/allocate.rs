@@ -87,7 +87,8 @@ fn allocate_tasks(
     let mut stmt = Statement::new();
     while let Some(t) = tasks.pop_front() {
         if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
-            note(ssn, t, "queue", "queue quota exhausted (allocatable)");
+            let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
+            ssn.fit_errors.insert(t, crate::session::FitErrors { whole: Some(why), ..Default::default() });
             continue;
         }
         let role = ssn.snap.task_role[t as usize];
@@ -108,7 +109,7 @@ fn allocate_tasks(
         if resource::less_equal(ssn.req(t), &ssn.idle(node)) {
             stmt.allocate(ssn, t, node);
         } else {
-            stmt.pipeline(ssn, t, node);
+            stmt.pipeline(ssn, t, node, false);
         }
         if job_ready(ssn, job) {
             break;
@@ -130,13 +131,6 @@ fn nominated(ssn: &mut Session, t: u32) -> Option<u32> {
         return None;
     }
     ssn.policies.predicate(&ssn.events, t, &[n])[0].is_none().then_some(n)
-}
-
-fn note(ssn: &mut Session, t: u32, plugin: &str, msg: &str) {
-    let nodes = ssn.nodes();
-    let e = ssn.fit_errors.entry(t).or_default();
-    e.nodes = nodes;
-    e.counts.insert((plugin.into(), msg.into()), nodes);
 }
 
 /// Volcano's `NeedContinueAllocating`: whether a job that hit an unplaceable

@@ -4,6 +4,10 @@
 mod allocate;
 mod backfill;
 mod enqueue;
+mod preempt;
+mod reclaim;
+mod shuffle;
+mod victims;
 
 use crate::plugin::Call;
 use crate::resource;
@@ -25,6 +29,9 @@ pub fn by_name(name: &str) -> Option<Action> {
         "enqueue" => enqueue::execute,
         "allocate" => allocate::execute,
         "backfill" => backfill::execute,
+        "preempt" => preempt::execute,
+        "reclaim" => reclaim::execute,
+        "shuffle" => shuffle::execute,
         _ => return None,
     })
 }

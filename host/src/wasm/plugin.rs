@@ -141,7 +141,7 @@ impl Backend for WasmPlugin {
                 Call::JobStarving(j) => Answer::Bool(p.call_job_starving(s, j)?),
                 Call::Preemptable(t, c) => Answer::Victims(p.call_preemptable(s, t, c)?),
                 Call::Reclaimable(t, c) => Answer::Victims(p.call_reclaimable(s, t, c)?),
-                Call::VictimTasks => Answer::Ids(p.call_victim_tasks(s)?),
+                Call::VictimTasks(c) => Answer::Ids(p.call_victim_tasks(s, c)?),
                 Call::TargetJob(jobs) => Answer::Id(p.call_target_job(s, jobs)?),
                 Call::ReservedNodes => Answer::Ids(p.call_reserved_nodes(s)?),
                 Call::QueueStatus(q) => Answer::QueueStatus(p.call_queue_status(s, q)?),

@@ -146,7 +146,7 @@ mod export {
         fn reclaimable(_p: u32, _c: Vec<u32>) -> Victims {
             Victims { tasks: vec![], vote: Vote::Abstain }
         }
-        fn victim_tasks() -> Vec<u32> {
+        fn victim_tasks(_c: Vec<u32>) -> Vec<u32> {
             vec![]
         }
         fn target_job(_j: Vec<u32>) -> Option<u32> {
