@@ -108,9 +108,9 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: u32, filter: &dyn Fn(&Ses
         let preemptees: Vec<u32> = tasks_on(ssn, node, &[TaskStatus::Bound, TaskStatus::Running])
             .into_iter()
             .filter(|&v| {
-                ssn.snap.task_preemptable[v as usize]
-                    && !(p_best_effort && !ssn.extra.task_best_effort[v as usize])
-                    && filter(ssn, v)
+                // A best-effort preemptor may only evict best-effort pods.
+                let class_ok = !p_best_effort || ssn.extra.task_best_effort[v as usize];
+                ssn.snap.task_preemptable[v as usize] && class_ok && filter(ssn, v)
             })
             .collect();
         // No tier deciding means no victims, not "skip the node": the room
