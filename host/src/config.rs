@@ -55,6 +55,19 @@ impl PluginConf {
         PluginConf { name: name.into(), ..Default::default() }
     }
 
+    /// The arguments a plugin receives: its `arguments`, plus
+    /// `enableHierarchy` when the switch is set (Volcano plugins read that
+    /// switch themselves; ours get it as an argument).
+    pub fn plugin_arguments(&self) -> Vec<(String, String)> {
+        let mut args = self.arguments.clone();
+        if let Some(on) = self.switches.get("enableHierarchy") {
+            if !args.iter().any(|(k, _)| k == "enableHierarchy") {
+                args.push(("enableHierarchy".into(), on.to_string()));
+            }
+        }
+        args
+    }
+
     /// Whether `switch` is on. From a config file an unset switch is on
     /// (except `enableHierarchy`); in programmatic tiers it is off.
     pub fn switch(&self, switch: &str, unset_is_on: bool) -> bool {
@@ -223,6 +236,9 @@ configurations:
         assert!(!gang.switch("enableHierarchy", true));
         assert!(!gang.switch("enableJobReady", false));
         assert_eq!(c.tiers[1][2].arguments, [("binpack.weight".to_string(), "10".to_string())]);
+        let mut drf = c.tiers[1][0].clone();
+        drf.switches.insert("enableHierarchy".into(), true);
+        assert_eq!(drf.plugin_arguments(), [("enableHierarchy".to_string(), "true".to_string())]);
         assert_eq!(c.action_args["allocate"]["predicateErrorCacheEnable"], "true");
     }
 

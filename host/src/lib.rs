@@ -20,6 +20,7 @@ pub mod scheduler;
 pub mod session;
 pub mod simulate;
 pub mod statement;
+pub mod validate;
 pub mod wasm;
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).

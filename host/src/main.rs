@@ -93,6 +93,20 @@ fn simulate(
             })
             .unwrap_or_else(SchedulerConfig::default_config),
     };
+    let queues: Vec<tephra::model::Queue> = objects
+        .iter()
+        .filter_map(|t| match &t.object {
+            Object::Queue(q) => Some(q.clone()),
+            _ => None,
+        })
+        .collect();
+    let findings = tephra::validate::queues(&queues, &config);
+    if let Some(e) = findings.errors.first() {
+        return Err(anyhow!("{e}"));
+    }
+    for w in &findings.warnings {
+        eprintln!("warning: {w}");
+    }
     let library = Library::load(plugins_dir.as_deref())?;
     let scheduler = Scheduler::new(config, &library);
     for p in &scheduler.missing_plugins {
@@ -185,6 +199,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let result = match cli.command {

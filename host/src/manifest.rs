@@ -411,7 +411,7 @@ fn vcjob(
     let mut templates = Vec::new();
     let mut min_task_member = BTreeMap::new();
     for (ti, task) in seq(at, v, "spec.tasks")?.iter().enumerate() {
-        let tname = string(at, task, "name")?.unwrap_or_else(|| format!("task{ti}"));
+        let tname = string(at, task, "name")?.unwrap_or_else(|| format!("default{ti}"));
         let replicas = int(at, task, "replicas")?.unwrap_or(1).max(0);
         if let Some(m) = int(at, task, "minAvailable")? {
             min_task_member.insert(tname.clone(), m as u32);

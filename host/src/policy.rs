@@ -143,7 +143,7 @@ impl Policies {
         for slot in self.tiers.iter_mut().flatten() {
             slot.delivered = 0;
             slot.down = false;
-            if let Err(e) = slot.backend.open_session(snap, names, &slot.conf.arguments) {
+            if let Err(e) = slot.backend.open_session(snap, names, &slot.conf.plugin_arguments()) {
                 let msg = format!("open-session failed: {e}");
                 Self::fail_session(&mut self.faults, slot, "open-session", msg);
             }

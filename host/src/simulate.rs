@@ -303,7 +303,8 @@ impl Simulation {
         r.quota_plugin = out.queue_status.as_ref().map(|s| s.0.clone());
         for (t, fe) in &out.fit_errors {
             let pod = &self.cluster.pods[out.extra.task_pod[*t as usize]];
-            if pod.node.is_none() {
+            let pipelined = out.pipelined.iter().any(|(p, _)| p == t);
+            if pod.node.is_none() && !pipelined {
                 r.pending.push((pod.key(), fe.summary()));
             }
         }

@@ -16,7 +16,7 @@ fn library() -> Library {
 
 /// Scenarios of the shared file whose actions and plugins tephra has; they
 /// must pass (a regression to "skipped" fails here too).
-const MUST_PASS: [&str; 38] = [
+const MUST_PASS: [&str; 45] = [
     "doc-reclaim-weight-proportion",
     "alloc-nodeselector-one-role-fails",
     "alloc-role-min-break",
@@ -47,6 +47,13 @@ const MUST_PASS: [&str; 38] = [
     "preempt-commit-only-winning-node",
     "preempt-multi-queue-preemptor-not-lost",
     "priority-plugin-preempt-enabled",
+    "nodegroup-soft-subset-of-hard",
+    "nodegroup-nonstrict-no-affinity",
+    "nodegroup-affinity-inherited-from-parent",
+    "nodegroup-queue-without-affinity-strict",
+    "nodegroup-preferred-order",
+    "nodegroup-limit-counts-running-usage",
+    "nodegroup-limit-invalid-annotation",
     "binpack-weights-case1",
     "shuffle-evicts-victim-fn-selection",
     "backfill-besteffort-pick-order",

@@ -122,3 +122,65 @@ fn preemption_example_evicts_restarts_and_recovers() {
     assert!(after.contains(&format!("bind       {victim} → {node}")), "{after}");
     assert!(out.contains("settled after"), "{out}");
 }
+
+/// The seed's 4-step queue walk-through, for both quota plugins: job2 is
+/// reclaimed, job1 keeps running, job3 runs, job2 waits (recreated, pending).
+#[test]
+fn reclaim_walkthrough_for_both_quota_plugins() {
+    for plugin in ["proportion", "capacity"] {
+        let file = format!("examples/reclaim-walkthrough/{plugin}/cluster.yaml");
+        let (code, out, err) = tephra(&["simulate", &file]);
+        assert_eq!(code, 0, "{plugin}: {err}");
+        assert!(!err.contains("not available"), "{plugin}: {err}");
+        let evictions: Vec<&str> = out.lines().filter(|l| l.contains("evict      ")).collect();
+        assert_eq!(evictions.len(), 1, "{plugin}: {out}");
+        assert!(
+            evictions[0].contains("default/job2-default0-0 on n1: reclaim: for default/job3-default0-0"),
+            "{plugin}: {}",
+            evictions[0]
+        );
+        // Reclaim happens only after queue test and job3 arrive.
+        let before = out.split("arrived    podgroup default/job3").next().unwrap();
+        assert!(before.contains("bind       default/job1-default0-0 → n1"), "{plugin}: {out}");
+        assert!(before.contains("bind       default/job2-default0-0 → n1"), "{plugin}: {out}");
+        assert!(!before.contains("evict"), "{plugin}: {out}");
+        assert!(out.contains("bind       default/job3-default0-0 → n1"), "{plugin}: {out}");
+        assert!(out.contains("restarted  default/job2-default0-0"), "{plugin}: {out}");
+        assert_eq!(out.matches("bind       default/job1-default0-0").count(), 1, "{plugin}: job1 is never touched");
+        assert_eq!(out.matches("bind       default/job2-default0-0").count(), 1, "{plugin}: job2 stays pending");
+        let last = out.rsplit("── cycle").next().unwrap();
+        assert!(last.contains("waiting    default/job2-default0-0"), "{plugin}: {last}");
+        assert!(out.contains("settled after"), "{plugin}: {out}");
+    }
+}
+
+/// Seed 003, case 1: nlp prefers nodegroup1 and spills to nodegroup2;
+/// recommend only ever uses nodegroup2; its oversized capability is warned about.
+#[test]
+fn nodegroup_case1() {
+    let (code, out, err) = tephra(&["simulate", "examples/nodegroup/case1.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("bind       ai/nlp-train-w-0 → ng1-"), "{out}");
+    assert!(out.contains("bind       ai/nlp-train-w-1 → ng1-"), "{out}");
+    assert!(out.contains("bind       ai/rec-a-w-0 → ng2-"), "{out}");
+    assert!(out.contains("bind       ai/nlp-extra-w-0 → ng2-"), "nodegroup1 full, nlp uses nodegroup2:\n{out}");
+    assert!(!out.contains("bind       ai/rec-b-w-0"), "recommend never uses nodegroup1:\n{out}");
+    let last = out.rsplit("── cycle").next().unwrap();
+    assert!(last.contains("waiting    ai/rec-b-w-0") && last.contains("nodegroup \"nodegroup1\""), "{last}");
+    assert_eq!(err.matches("queue recommend: capability exceeds").count(), 1, "warned once: {err}");
+    assert!(err.contains("cpu 12000m > 8000m"), "{err}");
+}
+
+/// Seed 003, case 2: tts only on the private cloud, recommend on either.
+#[test]
+fn nodegroup_case2() {
+    let (code, out, err) = tephra(&["simulate", "examples/nodegroup/case2.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("bind       ai/tts-long-w-0 → private-"), "{out}");
+    assert!(out.contains("bind       ai/tts-long-w-1 → private-"), "{out}");
+    assert!(out.contains("bind       ai/rec-a-w-0 → public-"), "{out}");
+    let waiting = out.lines().find(|l| l.contains("waiting    ai/tts-more-w-0")).expect("tts-more waits");
+    assert!(waiting.contains("nodegroup \"public\""), "a free public node is refused: {waiting}");
+    let after = out.split("completed  ai/tts-long-w-1").nth(1).expect("tts-long completes");
+    assert!(after.contains("bind       ai/tts-more-w-0 → private-"), "{after}");
+}

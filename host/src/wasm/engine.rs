@@ -5,7 +5,8 @@ use super::bindings::tephra::scheduler::host::{self, Kind, Level};
 use super::bindings::Plugin;
 use crate::session::Names;
 use anyhow::{anyhow, Result};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, StoreLimits, StoreLimitsBuilder};
@@ -42,6 +43,9 @@ pub struct State {
     pub(super) names: Arc<Names>,
     pub(super) output: MemoryOutputPipe,
     logs_left: u32,
+    /// Warnings and errors already logged (by any instance): a plugin that
+    /// warns every session is shown once.
+    said: Arc<Mutex<HashSet<String>>>,
 }
 
 impl WasiView for State {
@@ -60,6 +64,13 @@ impl host::Host for State {
         }
         self.logs_left -= 1;
         let p = &self.plugin;
+        if matches!(level, Level::Error | Level::Warn) {
+            let key = format!("{p}\0{message}");
+            let mut said = self.said.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.insert(key) {
+                return;
+            }
+        }
         match level {
             Level::Error => tracing::error!(plugin = %p, "{message}"),
             Level::Warn => tracing::warn!(plugin = %p, "{message}"),
@@ -85,6 +96,7 @@ pub struct Runtime {
     pub(super) engine: Engine,
     pub(super) linker: Arc<Linker<State>>,
     pub(super) sandbox: Sandbox,
+    said: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Runtime {
@@ -106,7 +118,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| anyhow!("linking WASI: {e}"))?;
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| anyhow!("linking host interface: {e}"))?;
-        Ok(Runtime { engine, linker: Arc::new(linker), sandbox })
+        Ok(Runtime { engine, linker: Arc::new(linker), sandbox, said: Arc::default() })
     }
 
     /// Fresh state for one instance of `plugin`.
@@ -121,6 +133,7 @@ impl Runtime {
             names,
             output,
             logs_left: 1000,
+            said: self.said.clone(),
         }
     }
 
