@@ -44,7 +44,9 @@ const SESSION_KEYS: [&str; 10] = [
 ];
 const PLUGIN_FN_KEYS: [&str; 4] =
     ["node_scores", "predicate_status", "job_enqueueable", "backfill_candidates_in_order"];
-const EVENTUALLY_KEYS: [&str; 10] = [
+const EVENTUALLY_KEYS: [&str; 12] = [
+    "job_phase",
+    "podgroup_condition",
     "running_podgroups",
     "inqueue_podgroups",
     "evict_count",
@@ -245,6 +247,27 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             ..Default::default()
         });
     }
+    // Pods of other schedulers (e2e): placed first-fit, as the default
+    // scheduler would, and counted as node usage only.
+    for (owner, spec) in s.get("external_pods").and_then(Value::as_mapping).into_iter().flatten() {
+        let owner = scalar_string(owner).unwrap_or_default();
+        let requests = res(spec.get("requests"), &format!("{at}: external_pods {owner}: requests"))?;
+        let scheduler = spec.get("scheduler").and_then(Value::as_str).unwrap_or("default-scheduler").to_string();
+        for i in 0..int(spec.get("replicas")).unwrap_or(1) {
+            let node = c.nodes.iter().find(|n| fits_on(&c, n, &requests)).map(|n| n.name.clone());
+            let Some(node) = node else { bail!("{at}: external_pods {owner}: replica {i} fits on no node") };
+            c.pods.push(Pod {
+                namespace: "external".into(),
+                name: format!("{}-{i}", owner.replace(' ', "-")),
+                scheduler_name: scheduler.clone(),
+                requests: requests.clone(),
+                node: Some(node),
+                phase: PodPhase::Running,
+                annotations: [(OWNER.to_string(), owner.clone())].into(),
+                ..Default::default()
+            });
+        }
+    }
     // Pods of a scenario's PodGroups are owned by their job: an evicted pod
     // comes back pending, as Volcano's job controller recreates it.
     for g in c.podgroups.iter_mut() {
@@ -256,6 +279,35 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             .collect();
     }
     Ok(Setup { cluster: c, overrides, jobs })
+}
+
+/// `running_<fragment>` / `pending_<fragment>`: pods whose name or PodGroup
+/// name contains the fragment that are running / waiting to be placed.
+fn fragment_key(key: &str) -> Option<(bool, &str)> {
+    if EVENTUALLY_KEYS.contains(&key) {
+        return None;
+    }
+    key.strip_prefix("running_").map(|f| (true, f)).or_else(|| key.strip_prefix("pending_").map(|f| (false, f)))
+}
+
+/// Annotation naming the owner of an external pod ("replicaset rs-1").
+const OWNER: &str = "tephra.io/owner";
+
+/// Whether `req` (plus one pod) fits on `node` next to the pods already there.
+fn fits_on(c: &Cluster, node: &Node, req: &ResourceList) -> bool {
+    let mut used = ResourceList::new();
+    for p in c.pods.iter().filter(|p| p.node.as_deref() == Some(&node.name)) {
+        for (k, v) in &p.requests {
+            *used.entry(k.clone()).or_default() += v;
+        }
+        *used.entry("pods".into()).or_default() += 1.0;
+    }
+    let mut want = req.clone();
+    *want.entry("pods".into()).or_default() += 1.0;
+    want.iter().all(|(k, v)| {
+        let cap = node.allocatable.get(k).copied().unwrap_or(0.0);
+        used.get(k).copied().unwrap_or(0.0) + v <= cap + resource::EPSILON
+    })
 }
 
 /// The scheduler config a scenario describes.
@@ -321,8 +373,20 @@ fn skip_reason(s: &Value, lib: &Library) -> Option<String> {
     if !missing.is_empty() {
         return Some(format!("needs plugin(s) not built yet: {}", missing.join(", ")));
     }
-    if s.get("external_pods").is_some() || s.get("steps").is_some() || s.get("sessions").is_some() {
-        return Some("uses external_pods/steps/sessions, which this runner does not model yet".into());
+    if s.get("sessions").is_some() {
+        return Some("uses sessions, which this runner does not model yet".into());
+    }
+    for step in s.get("steps").and_then(Value::as_sequence).into_iter().flatten() {
+        if let Some(a) = step.get("action").and_then(Value::as_str) {
+            if !a.starts_with("delete external ") {
+                return Some(format!("step action {a:?} is not supported by this runner yet"));
+            }
+        }
+        for k in step.get("expect").and_then(Value::as_mapping).into_iter().flatten().filter_map(|(k, _)| k.as_str()) {
+            if !EVENTUALLY_KEYS.contains(&k) {
+                return Some(format!("step expectation {k:?} is not checked by this runner yet"));
+            }
+        }
     }
     let expect = s.get("expect")?;
     let mode = s.get("mode").and_then(Value::as_str).unwrap_or("session");
@@ -339,7 +403,7 @@ fn skip_reason(s: &Value, lib: &Library) -> Option<String> {
     }
     if let Some(ev) = expect.get("eventually").and_then(Value::as_mapping) {
         for k in ev.keys().filter_map(Value::as_str) {
-            if !EVENTUALLY_KEYS.contains(&k) {
+            if !EVENTUALLY_KEYS.contains(&k) && fragment_key(k).is_none() {
                 return Some(format!("eventual expectation {k:?} is not checked by this runner yet"));
             }
         }
@@ -371,7 +435,7 @@ fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
             let mut sched = Scheduler::new(config, lib);
             sched.inspect(&cluster, &overrides, 0, |ssn| plugin_fn(ssn, &expect, &mut diffs));
         }
-        "eventual" => eventually(&cluster, jobs, Scheduler::new(config, lib), &expect, &mut diffs),
+        "eventual" => eventually(&cluster, jobs, Scheduler::new(config, lib), s, &mut diffs),
         _ => {
             let mut sched = Scheduler::new(config.clone(), lib);
             let out = sched.cycle(&cluster, &overrides, 0);
@@ -554,7 +618,7 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
 
 /// e2e scenarios: Volcano's e2e tests create jobs one after another and wait
 /// for each to settle, so each job arrives once the previous ones settled.
-fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, expect: &Value, diffs: &mut Vec<String>) {
+fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, s: &Value, diffs: &mut Vec<String>) {
     let per_job = Options { max_cycles: 30 * (jobs.len() + 1), period: 1.0 };
     let mut sim = Simulation::from_cluster(cluster.clone(), sched, per_job);
     let mut reports = sim.run();
@@ -570,7 +634,30 @@ fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, expect: 
             }
         }
     }
-    eventually_checks(&sim, &reports, expect, diffs);
+    // Steps: actions on the cluster, and states that must be reached.
+    for (i, step) in s.get("steps").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        if let Some(owner) = step.get("action").and_then(Value::as_str).and_then(|a| a.strip_prefix("delete external "))
+        {
+            sim.cluster.pods.retain(|p| p.annotations.get(OWNER).map(String::as_str) != Some(owner));
+        }
+        let Some(want) = step.get("expect") else { continue };
+        let wrapped: Value =
+            serde_yaml::to_value(BTreeMap::from([("eventually", want.clone())])).unwrap_or(Value::Null);
+        let mut attempt = Vec::new();
+        for _ in 0..15 {
+            attempt.clear();
+            eventually_checks(&sim, &reports, &wrapped, &mut attempt);
+            if attempt.is_empty() {
+                break;
+            }
+            let r = sim.step();
+            reports.push(r);
+        }
+        diffs.extend(attempt.into_iter().map(|d| format!("step {}: {d}", i + 1)));
+    }
+    if let Some(expect) = s.get("expect") {
+        eventually_checks(&sim, &reports, expect, diffs);
+    }
 }
 
 fn eventually_checks(
@@ -638,6 +725,42 @@ fn eventually_checks(
         let got = c.podgroups.iter().find(|g| pg_name(&g.key()) == job).map(|g| format!("{:?}", g.phase));
         if got.as_deref() != phase.as_str() {
             diffs.push(format!("eventually podgroup_phase {job}: want {phase:?}, got {got:?}"));
+        }
+    }
+    for (job, phase) in want.get("job_phase").and_then(Value::as_mapping).into_iter().flatten() {
+        let job = scalar_string(job).unwrap_or_default();
+        // A Volcano Job is Pending until its PodGroup runs.
+        let got = c.podgroups.iter().find(|g| pg_name(&g.key()) == job).map(|g| match g.phase {
+            Phase::Running => "Running",
+            Phase::Completed => "Completed",
+            _ => "Pending",
+        });
+        if got != phase.as_str() {
+            diffs.push(format!("job_phase {job}: want {phase:?}, got {got:?}"));
+        }
+    }
+    for (job, kind) in want.get("podgroup_condition").and_then(Value::as_mapping).into_iter().flatten() {
+        let job = scalar_string(job).unwrap_or_default();
+        let got = c
+            .podgroups
+            .iter()
+            .find(|g| pg_name(&g.key()) == job)
+            .and_then(|g| g.condition.as_ref())
+            .map(|c| c.kind.as_str());
+        if got != kind.as_str() {
+            diffs.push(format!("podgroup_condition {job}: want {kind:?}, got {got:?}"));
+        }
+    }
+    for (key, n) in want.as_mapping().into_iter().flatten() {
+        let Some((running, frag)) = key.as_str().and_then(fragment_key) else { continue };
+        let got = c
+            .pods
+            .iter()
+            .filter(|p| p.name.contains(frag) || p.group.as_deref().is_some_and(|g| g.contains(frag)))
+            .filter(|p| if running { p.phase == PodPhase::Running } else { p.node.is_none() && !p.deleting })
+            .count() as i64;
+        if Some(got) != int(Some(n)) {
+            diffs.push(format!("eventually {}: want {n:?}, got {got}", key.as_str().unwrap_or_default()));
         }
     }
     for job in strs(want.get("running_jobs")) {

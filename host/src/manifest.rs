@@ -342,6 +342,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 phase,
                 created,
                 annotations,
+                condition: None,
                 job_templates: Vec::new(),
             })
         }
@@ -467,6 +468,7 @@ fn vcjob(
         phase: Phase::Pending,
         created,
         annotations,
+        condition: None,
         job_templates: templates,
     }))
 }

@@ -92,6 +92,14 @@ impl Phase {
     }
 }
 
+/// A PodGroup status condition (`Scheduled` or `Unschedulable`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Condition {
+    pub kind: String,
+    pub reason: String,
+    pub message: String,
+}
+
 /// A PodGroup: the unit of gang scheduling (a Volcano "job").
 #[derive(Clone, Debug, Default)]
 pub struct PodGroup {
@@ -107,6 +115,8 @@ pub struct PodGroup {
     pub phase: Phase,
     pub created: i64,
     pub annotations: BTreeMap<String, String>,
+    /// The latest scheduling condition written at session close.
+    pub condition: Option<Condition>,
     /// Set for PodGroups of a Volcano Job: pods are created from these
     /// templates once the group leaves Pending.
     pub job_templates: Vec<Pod>,

@@ -509,8 +509,39 @@ impl Session {
         self.job_reasons.entry(j).or_insert(reason);
     }
 
+    /// The gang condition Volcano writes at session close: `Scheduled` when
+    /// the job is ready, else `Unschedulable` with how many tasks are missing.
+    fn condition(&self, j: u32) -> Option<crate::model::Condition> {
+        let tasks = &self.extra.job_tasks[j as usize];
+        if tasks.is_empty() {
+            return None;
+        }
+        Some(if self.job_is_ready(j) {
+            crate::model::Condition {
+                kind: "Scheduled".into(),
+                reason: "tasks in gang are ready to be scheduled".into(),
+                message: String::new(),
+            }
+        } else {
+            let ready = self.job_ready[j as usize];
+            let missing = self.job_min(j).saturating_sub(ready);
+            let why = tasks
+                .iter()
+                .find_map(|t| self.fit_errors.get(t))
+                .map(|e| e.summary())
+                .or_else(|| self.job_reasons.get(&j).cloned())
+                .unwrap_or_default();
+            crate::model::Condition {
+                kind: "Unschedulable".into(),
+                reason: "NotEnoughResources".into(),
+                message: format!("{missing}/{} tasks in gang unschedulable: {why}", tasks.len()),
+            }
+        })
+    }
+
     /// Closes the plugins' sessions; returns the policies for the next cycle.
     pub fn close(mut self) -> (Outcome, Policies) {
+        let conditions = (0..self.jobs() as u32).map(|j| self.condition(j)).collect();
         let queues: Vec<u32> = (0..self.queues() as u32).collect();
         let queue_status = self.policies.queue_status(&self.events, &queues, self.d);
         let events = std::mem::take(&mut self.events);
@@ -529,6 +560,7 @@ impl Session {
             extra: self.extra,
             dims: self.snap.dims.clone(),
             task_job: self.snap.task_job.clone(),
+            conditions,
             queue_status,
         };
         (outcome, self.policies)
@@ -548,6 +580,8 @@ pub struct Outcome {
     pub extra: Extra,
     pub dims: Vec<String>,
     pub task_job: Vec<u32>,
+    /// Per job, the PodGroup condition to write (None: no tasks yet).
+    pub conditions: Vec<Option<crate::model::Condition>>,
     /// The quota plugin's (name, deserved rows, shares) per queue.
     pub queue_status: Option<(String, Vec<f64>, Vec<f64>)>,
 }

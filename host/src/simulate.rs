@@ -209,6 +209,9 @@ impl Simulation {
         for (j, &pg) in out.extra.job_pg.iter().enumerate() {
             let phase = out.job_phase[j];
             let g = &mut self.cluster.podgroups[pg];
+            if out.conditions[j].is_some() {
+                g.condition = out.conditions[j].clone();
+            }
             if g.phase == Phase::Pending && phase == JobPhase::Inqueue {
                 r.admitted.push(g.key());
                 g.phase = Phase::Inqueue;

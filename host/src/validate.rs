@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn deserved_under_proportion_warns() {
         let a = q("a", None, &[], &[("cpu", 1000.0)], &[]);
-        let f = queues(&[a.clone()], &config("proportion"));
+        let f = queues(std::slice::from_ref(&a), &config("proportion"));
         assert!(f.errors.is_empty());
         assert!(f.warnings[0].contains("spec.deserved is ignored by the proportion plugin"));
         assert!(queues(&[a], &config("capacity")).warnings.is_empty());

@@ -3,7 +3,7 @@
 //! preemptor is only pipelined; allocate binds it on its nominated node once
 //! the victims are gone (reference §7.4).
 
-use super::victims::{fits_with, next_victim, nodes_by_score, tasks_on};
+use super::victims::{fits_with, next_victim, nodes_by_score, tasks_on, victim_order};
 use super::{job_pipelined, job_valid, pop_first, sort, Kind};
 use crate::plugin::Call;
 use crate::resource;
@@ -113,6 +113,7 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: u32, filter: &dyn Fn(&Ses
                 ssn.snap.task_preemptable[v as usize] && class_ok && filter(ssn, v)
             })
             .collect();
+        let preemptees = victim_order(ssn, p, &preemptees);
         // No tier deciding means no victims, not "skip the node": the room
         // check below may still pass on idle capacity alone (as in Volcano).
         let (mut victims, voters) =

@@ -3,7 +3,7 @@
 //! reclaimer's `preemptive`; the victims come from `reclaimable` votes
 //! (reference §7.5).
 
-use super::victims::{candidate_nodes, fits_with, next_victim, tasks_on};
+use super::victims::{candidate_nodes, fits_with, next_victim, tasks_on, victim_order};
 use super::{job_pipelined, job_valid, pop_first, sort, Kind};
 use crate::plugin::Call;
 use crate::resource;
@@ -77,6 +77,7 @@ fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {
         if reclaimees.is_empty() {
             continue;
         }
+        let reclaimees = victim_order(ssn, t, &reclaimees);
         // No tier deciding means no victims; idle room alone may suffice.
         let (mut victims, voters) =
             ssn.policies.victims(&ssn.events, Call::Reclaimable(t, &reclaimees), &reclaimees).unwrap_or_default();

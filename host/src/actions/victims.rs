@@ -52,8 +52,15 @@ fn rows_cmp(rows: &[Vec<f64>], a: usize, b: usize) -> Ordering {
 /// The victim to evict next for `preemptor` (keys asked afresh: shares move
 /// as victims go).
 pub fn next_victim(ssn: &mut Session, preemptor: u32, victims: &[u32]) -> Option<u32> {
+    victim_order(ssn, preemptor, victims).first().copied()
+}
+
+/// `victims` in eviction order (Volcano's `BuildVictimsPriorityQueue`, §7.7).
+/// Candidates are handed to plugins in this order too: quota plugins walk
+/// them first to last.
+pub fn victim_order(ssn: &mut Session, preemptor: u32, victims: &[u32]) -> Vec<u32> {
     if victims.len() < 2 {
-        return victims.first().copied();
+        return victims.to_vec();
     }
     let pq = if preemptor == NONE { NONE } else { ssn.job_queue(ssn.task_job(preemptor)) };
     let task_rows = ssn.policies.order_keys(&ssn.events, Call::TaskOrder(victims), victims.len());
@@ -86,5 +93,7 @@ pub fn next_victim(ssn: &mut Session, preemptor: u32, victims: &[u32]) -> Option
             .then_with(|| rows_cmp(&q_rows, qi(qb), qi(qa)))
             .then_with(|| fallback(ssn, Kind::Queue, qb, qa))
     };
-    (0..victims.len()).min_by(|&a, &b| before(a, b)).map(|i| victims[i])
+    let mut idx: Vec<usize> = (0..victims.len()).collect();
+    idx.sort_by(|&a, &b| before(a, b));
+    idx.into_iter().map(|i| victims[i]).collect()
 }
