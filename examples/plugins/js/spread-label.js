@@ -26,7 +26,7 @@ const LABEL_BONUS = 10;
 const PLACED = new Set(['allocated', 'binding', 'bound', 'running', 'pipelined']);
 
 /** Parses the `label` argument: null (no preference) or {key, value|null}. */
-export function parseLabel(raw) {
+function parseLabel(raw) {
   if (raw === undefined) return null;
   const text = raw.trim();
   if (text === '') return null;

@@ -82,10 +82,18 @@ def job_keys(snapshot: Snapshot, usage: dict) -> List[float]:
     return keys
 
 
+class _Session:
+    """Per-session state. Module-level: componentize-py makes a new `Policy`
+    object for every exported call, so nothing may live on `self`."""
+
+    keys: List[float] = []
+    dims = 0
+
+
+_session = _Session()
+
+
 class Policy(exports.Policy):
-    def __init__(self) -> None:
-        self.keys: List[float] = []
-        self.dims = 0
 
     def info(self) -> PluginInfo:
         return PluginInfo(
@@ -96,26 +104,26 @@ class Policy(exports.Policy):
         )
 
     def open_session(self, snapshot: Snapshot, arguments: List[Tuple[str, str]]) -> None:
-        self.keys = []
-        self.dims = len(snapshot.dims)
+        _session.keys = []
+        _session.dims = len(snapshot.dims)
         try:
             usage = parse_usage(arguments)
         except ValueError as e:
             raise Err(f"{NAME}: {e}")
-        self.keys = job_keys(snapshot, usage)
+        _session.keys = job_keys(snapshot, usage)
         host.log(
             host.Level.DEBUG,
-            f"{NAME}: {len(self.keys)} jobs, usage for {len(usage)} teams",
+            f"{NAME}: {len(_session.keys)} jobs, usage for {len(usage)} teams",
         )
 
     def close_session(self) -> None:
-        self.keys = []
+        _session.keys = []
 
     def on_events(self, events) -> None:
         pass
 
     def job_order(self, jobs: List[int]) -> List[float]:
-        keys = self.keys
+        keys = _session.keys
         n = len(keys)
         return [keys[j] if j < n else 0.0 for j in jobs]
 
@@ -181,6 +189,6 @@ class Policy(exports.Policy):
     def queue_status(self, queues: List[int]) -> QueueFigures:
         # The SDK's neutral answer: an unknown (NaN) deserved row and share 0.
         return QueueFigures(
-            deserved=[math.nan] * (self.dims * len(queues)),
+            deserved=[math.nan] * (_session.dims * len(queues)),
             share=[0.0] * len(queues),
         )
