@@ -56,8 +56,21 @@ fn main() {
     // directory usable as `--plugins-dir`.
     let fixtures_dir = target.join("fixtures");
     fs::create_dir_all(&fixtures_dir).unwrap();
+    // Versions of one plugin for swap tests (`prefer-*`, all named "prefer")
+    // go to `swap/`, components the host must refuse (`wrong-*`) to
+    // `hostile/`: the fixtures directory itself stays a valid plugins dir.
+    for sub in ["swap", "hostile"] {
+        fs::create_dir_all(fixtures_dir.join(sub)).unwrap();
+    }
     for p in &fixtures {
-        fs::copy(built(p), fixtures_dir.join(format!("{p}.wasm"))).unwrap();
+        let dest = if p.starts_with("prefer-") {
+            fixtures_dir.join("swap")
+        } else if p.starts_with("wrong-") {
+            fixtures_dir.join("hostile")
+        } else {
+            fixtures_dir.clone()
+        };
+        fs::copy(built(p), dest.join(format!("{p}.wasm"))).unwrap();
     }
     src.push_str(&format!(
         "/// Directory of the test-fixture plugins (`tests/plugins`), one `<name>.wasm` each.\npub const FIXTURES_DIR: &str = {:?};\n",

@@ -48,6 +48,10 @@ pub struct PluginConf {
     pub arguments: Vec<(String, String)>,
     /// Switches given explicitly.
     pub switches: BTreeMap<String, bool>,
+    /// tephra's `faultPolicy: fail-closed`: while the plugin is down (it
+    /// trapped or answered out of contract), its predicates reject every
+    /// node. The default, `skip`, lets it abstain.
+    pub fail_closed: bool,
 }
 
 impl PluginConf {
@@ -184,6 +188,11 @@ impl SchedulerConfig {
                         conf.arguments.push((ak, av));
                     }
                 }
+                "faultPolicy" => match v.as_str() {
+                    Some("skip") => conf.fail_closed = false,
+                    Some("fail-closed") => conf.fail_closed = true,
+                    _ => bail!("{at}.faultPolicy: expected skip or fail-closed"),
+                },
                 s if SWITCHES.contains(&s) => {
                     let b = v.as_bool().ok_or_else(|| anyhow!("{at}.{s}: expected true or false"))?;
                     conf.switches.insert(s.to_string(), b);

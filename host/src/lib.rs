@@ -8,8 +8,10 @@
 //! evictions; the [`simulate`] loop applies them like a kubelet would.
 
 pub mod actions;
+pub mod admin;
 pub mod config;
 pub mod conformance;
+pub mod live;
 pub mod manifest;
 pub mod model;
 pub mod plugin;

@@ -2,15 +2,18 @@
 
 use anyhow::{anyhow, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
+use tephra::admin::Admin;
 use tephra::config::SchedulerConfig;
 use tephra::conformance::{self, Verdict};
+use tephra::live::Watcher;
 use tephra::manifest::{self, Object};
 use tephra::plugin::Backend;
 use tephra::scheduler::{Library, Scheduler};
 use tephra::simulate::{Options, Simulation};
-use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
+use tephra::wasm::{content_hash, Runtime, Sandbox, WasmPlugin};
 
 /// The demo cluster `tephra simulate` runs when given no files.
 const DEMO: &str = include_str!("../../examples/demo/cluster.yaml");
@@ -44,6 +47,21 @@ enum Command {
         /// Directory of `<plugin>.wasm` components overriding the built-in ones.
         #[arg(long)]
         plugins_dir: Option<PathBuf>,
+        /// A component to run as the live version of the plugin it names (repeatable).
+        #[arg(long = "plugin")]
+        plugins: Vec<PathBuf>,
+        /// A component to run as a shadow of the plugin it names: compared every cycle, never applied.
+        #[arg(long = "shadow")]
+        shadows: Vec<PathBuf>,
+        /// Swap in new or changed `.wasm` files of --plugins-dir, and edits of --config, while running.
+        #[arg(long)]
+        watch: bool,
+        /// Serve /healthz, /readyz, /metrics, /plugins and promote/rollback on this address.
+        #[arg(long)]
+        admin: Option<String>,
+        /// Pace cycles in real time (--period seconds apart) and keep running until --cycles.
+        #[arg(long)]
+        realtime: bool,
         /// Stop after this many cycles.
         #[arg(long, default_value_t = 50)]
         cycles: usize,
@@ -72,19 +90,31 @@ enum PluginCommand {
     Check { file: PathBuf },
 }
 
-fn simulate(
+/// How `tephra simulate` runs.
+struct Run {
     files: Vec<PathBuf>,
     config: Option<PathBuf>,
     plugins_dir: Option<PathBuf>,
+    plugins: Vec<PathBuf>,
+    shadows: Vec<PathBuf>,
+    watch: bool,
+    admin: Option<String>,
+    realtime: bool,
     options: Options,
     output: Output,
-) -> Result<()> {
+}
+
+fn read_config(path: &Path) -> Result<SchedulerConfig> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    SchedulerConfig::parse(&text, &path.display().to_string())
+}
+
+fn simulate(run: Run) -> Result<()> {
+    let Run { files, config, plugins_dir, plugins, shadows, watch, admin, realtime, options, output } = run;
+    let config_path = config;
     let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
-    let config = match config {
-        Some(path) => {
-            let text = std::fs::read_to_string(&path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            SchedulerConfig::parse(&text, &path.display().to_string())?
-        }
+    let config = match &config_path {
+        Some(path) => read_config(path)?,
         None => objects
             .iter()
             .find_map(|t| match &t.object {
@@ -107,16 +137,84 @@ fn simulate(
     for w in &findings.warnings {
         eprintln!("warning: {w}");
     }
-    let library = Library::load(plugins_dir.as_deref())?;
-    let scheduler = Scheduler::new(config, &library);
+    let mut library = Library::load(plugins_dir.as_deref())?;
+    for p in &plugins {
+        library.load_file(p)?;
+    }
+    let mut scheduler = Scheduler::new(config, &library);
+    for s in &shadows {
+        let bytes = std::fs::read(s).map_err(|e| anyhow!("{}: {e}", s.display()))?;
+        scheduler.set_shadow(&bytes, &s.display().to_string())?;
+    }
+    if watch && plugins_dir.is_none() && config_path.is_none() {
+        return Err(anyhow!("--watch needs --plugins-dir or --config to watch"));
+    }
+    let watcher = match (&plugins_dir, watch) {
+        (Some(dir), true) => Some(Watcher::spawn(dir, library.runtime.clone(), Duration::from_millis(200))?),
+        _ => None,
+    };
+    let admin = admin.as_deref().map(Admin::serve).transpose()?;
+    if let Some(a) = &admin {
+        eprintln!("admin: listening on http://{}", a.addr);
+    }
     for p in &scheduler.missing_plugins {
         eprintln!("warning: plugin {p:?} is configured but not available; it is skipped");
     }
     for a in &scheduler.missing_actions {
         eprintln!("warning: action {a:?} is configured but not implemented yet; it is skipped");
     }
-    let mut sim = Simulation::new(objects, scheduler, options);
-    let reports = sim.run();
+    let live = realtime || watch || admin.is_some();
+    let mut sim = Simulation::new(objects, scheduler, options.clone());
+    let reports = if !live {
+        sim.run()
+    } else {
+        // Long-running: swaps, config edits and admin commands land between cycles.
+        let mut config_hash = config_path.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| content_hash(&b));
+        let mut prev: Option<tephra::report::CycleReport> = None;
+        let mut reports = Vec::new();
+        while sim.cycle < options.max_cycles {
+            for staged in watcher.iter().flat_map(Watcher::ready) {
+                let r = staged.plugin.and_then(|p| sim.scheduler.swap_compiled(p));
+                if let Err(e) = r {
+                    sim.scheduler.notices.push(format!(
+                        "rejected {}: {}",
+                        staged.origin,
+                        format!("{e:#}").replace('\n', " ")
+                    ));
+                }
+            }
+            if let (true, Some(path)) = (watch, &config_path) {
+                let hash = std::fs::read(path).ok().map(|b| content_hash(&b));
+                if hash != config_hash {
+                    config_hash = hash;
+                    match read_config(path) {
+                        Ok(c) => {
+                            sim.scheduler.set_config(c);
+                            sim.scheduler.notices.push(format!("reloaded {}", path.display()));
+                        }
+                        Err(e) => sim.scheduler.notices.push(format!("kept the previous config: {e:#}")),
+                    }
+                }
+            }
+            if let Some(a) = &admin {
+                a.apply(&mut sim.scheduler);
+            }
+            let r = sim.step();
+            if let Some(a) = &admin {
+                a.update(&sim.scheduler, &r.queues);
+            }
+            if let Output::Text = output {
+                emit(&r.text(prev.as_ref()));
+            }
+            prev = Some(r.clone());
+            reports.push(r);
+            std::thread::sleep(Duration::from_secs_f64(options.period));
+        }
+        if let Output::Json = output {
+            emit(&(serde_json::to_string_pretty(&reports)? + "\n"));
+        }
+        return Ok(());
+    };
     let mut text = String::new();
     match output {
         Output::Json => text = serde_json::to_string_pretty(&reports)? + "\n",
@@ -203,9 +301,31 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Simulate { files, config, plugins_dir, cycles, period, output } => {
-            simulate(files, config, plugins_dir, Options { max_cycles: cycles, period }, output).map(|_| true)
-        }
+        Command::Simulate {
+            files,
+            config,
+            plugins_dir,
+            plugins,
+            shadows,
+            watch,
+            admin,
+            realtime,
+            cycles,
+            period,
+            output,
+        } => simulate(Run {
+            files,
+            config,
+            plugins_dir,
+            plugins,
+            shadows,
+            watch,
+            admin,
+            realtime,
+            options: Options { max_cycles: cycles, period },
+            output,
+        })
+        .map(|_| true),
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
     };

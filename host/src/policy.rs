@@ -59,12 +59,14 @@ pub struct Slot {
     points: Vec<P>,
     delivered: usize,
     down: bool,
+    calls: u64,
+    busy: std::time::Duration,
 }
 
 impl Slot {
     pub fn new(conf: PluginConf, backend: Box<dyn Backend>) -> Self {
         let points = backend.info().points.to_vec();
-        Slot { conf, backend, points, delivered: 0, down: false }
+        Slot { conf, backend, points, delivered: 0, down: false, calls: 0, busy: Default::default() }
     }
 
     /// Whether this plugin is asked about `point`: it implements it, its
@@ -178,7 +180,11 @@ impl Policies {
                 return None;
             }
         }
-        match slot.backend.call(call) {
+        let started = std::time::Instant::now();
+        let r = slot.backend.call(call);
+        slot.calls += 1;
+        slot.busy += started.elapsed();
+        match r {
             Ok(a) => Some(a),
             Err(e) => {
                 Self::fail(faults, slot, call.point(), e);
@@ -232,16 +238,32 @@ impl Policies {
         let point = P::Predicate;
         let unset_is_on = self.unset_is_on;
         for slot in self.tiers.iter_mut().flatten() {
-            if !slot.answers(point, unset_is_on) {
-                continue;
-            }
             // Only nodes still standing are asked about.
             let idx: Vec<usize> = (0..nodes.len()).filter(|&i| out[i].is_none()).collect();
             if idx.is_empty() {
                 break;
             }
+            let closed = |slot: &Slot, out: &mut Vec<Option<Reject>>| {
+                for &i in &idx {
+                    out[i] = Some(Reject {
+                        plugin: slot.conf.name.clone(),
+                        message: "plugin is down and its fault policy is fail-closed".into(),
+                        unresolvable: true,
+                    });
+                }
+            };
+            if slot.down && slot.conf.fail_closed && slot.points.contains(&point) {
+                closed(slot, &mut out);
+                continue;
+            }
+            if !slot.answers(point, unset_is_on) {
+                continue;
+            }
             let ask: Vec<u32> = idx.iter().map(|&i| nodes[i]).collect();
             let Some(a) = Self::ask(&mut self.faults, slot, events, Call::Predicate(task, &ask)) else {
+                if slot.conf.fail_closed {
+                    closed(slot, &mut out);
+                }
                 continue;
             };
             let fit = match a {
@@ -253,6 +275,9 @@ impl Policies {
                 other => {
                     let msg = format!("predicate answer out of contract: {other:?}");
                     Self::fail(&mut self.faults, slot, point, msg);
+                    if slot.conf.fail_closed {
+                        closed(slot, &mut out);
+                    }
                     continue;
                 }
             };
@@ -459,6 +484,20 @@ impl Policies {
             other => Err(format!("queue-status answer out of contract: {other:?}")),
         });
         r
+    }
+
+    /// Per plugin (calls, seconds) since the last take.
+    pub fn take_call_stats(&mut self) -> Vec<(String, u64, f64)> {
+        self.tiers
+            .iter_mut()
+            .flatten()
+            .map(|s| {
+                let r = (s.conf.name.clone(), s.calls, s.busy.as_secs_f64());
+                s.calls = 0;
+                s.busy = Default::default();
+                r
+            })
+            .collect()
     }
 
     /// Names of plugins in tier order.

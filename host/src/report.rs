@@ -41,6 +41,10 @@ pub struct CycleReport {
     pub pending: Vec<(String, String)>,
     /// Plugin faults (the cycle went on without the plugin).
     pub faults: Vec<String>,
+    /// Plugin versions swapped, rolled back, rejected; config reloads.
+    pub notices: Vec<String>,
+    /// What each shadow plugin would have decided differently.
+    pub shadow: Vec<crate::live::ShadowDiff>,
 }
 
 impl CycleReport {
@@ -92,6 +96,29 @@ impl CycleReport {
         }
         for f in &self.faults {
             line("FAULT", f.clone());
+        }
+        for n in &self.notices {
+            line("plugins", n.clone());
+        }
+        for d in &self.shadow {
+            if d.count() == 0 {
+                line("shadow", format!("{}: same decisions", d.plugin));
+            }
+            for b in &d.binds_shadow_only {
+                line("shadow", format!("{} would bind {b}", d.plugin));
+            }
+            for b in &d.binds_live_only {
+                line("shadow", format!("{} would not bind {b}", d.plugin));
+            }
+            for e in &d.evictions_shadow_only {
+                line("shadow", format!("{} would evict {e}", d.plugin));
+            }
+            for e in &d.evictions_live_only {
+                line("shadow", format!("{} would not evict {e}", d.plugin));
+            }
+            for p in &d.phases {
+                line("shadow", format!("{} would change phase of {p} (live vs shadow)", d.plugin));
+            }
         }
         let same = prev.is_some_and(|p| format!("{:?}", p.queues) == format!("{:?}", self.queues));
         if !self.queues.is_empty() && !same {

@@ -1,22 +1,33 @@
 //! The scheduling cycle: open a session on the cluster, run the configured
-//! actions, close it. Plugins are loaded once per config and reused.
+//! actions, close it. The scheduler owns a [`Library`] of plugin versions and
+//! rebuilds its tiers whenever the library changes, so a swap takes effect
+//! exactly between two cycles.
 
 use crate::actions;
 use crate::config::SchedulerConfig;
+use crate::live::{self, ShadowDiff};
 use crate::model::Cluster;
 use crate::plugin::Backend;
 use crate::policy::{Policies, Slot};
-use crate::session::{Outcome, Session, StatusOverrides};
+use crate::session::{Names, Outcome, Session, StatusOverrides};
+use crate::wasm::contract::Snapshot;
 use crate::wasm::{builtin, Runtime, Sandbox, WasmPlugin};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// Compiled plugins by name: the built-in set, overridden by `.wasm` files
-/// from a plugins directory.
+/// Compiled plugins by name — the built-in set, overridden by `.wasm` files
+/// from a plugins directory — with the versions each replaced.
+#[derive(Clone)]
 pub struct Library {
     pub runtime: Runtime,
     plugins: BTreeMap<String, WasmPlugin>,
+    /// Earlier versions per plugin, newest last (for rollback).
+    history: BTreeMap<String, Vec<WasmPlugin>>,
+    /// Bumped by every promotion or rollback.
+    pub generation: u64,
 }
 
 impl Library {
@@ -34,14 +45,8 @@ impl Library {
             plugins.insert(name.to_string(), p);
         }
         if let Some(dir) = dir {
-            let entries = std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
-                .collect();
-            files.sort();
-            for f in files {
-                let bytes = std::fs::read(&f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+            for f in wasm_files(dir)? {
+                let bytes = std::fs::read(&f).map_err(|e| anyhow!("{}: {e}", f.display()))?;
                 let p = WasmPlugin::load(&runtime, &bytes, &f.display().to_string())?;
                 let stem = f.file_stem().unwrap().to_string_lossy().to_string();
                 if p.info().name != stem {
@@ -55,22 +60,72 @@ impl Library {
                 plugins.insert(stem, p);
             }
         }
-        Ok(Library { runtime, plugins })
+        Ok(Library { runtime, plugins, history: BTreeMap::new(), generation: 0 })
+    }
+
+    /// Loads one component as the live version of the plugin it names.
+    pub fn load_file(&mut self, path: &Path) -> Result<String> {
+        let bytes = std::fs::read(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let p = WasmPlugin::load(&self.runtime, &bytes, &path.display().to_string())?;
+        let name = p.info().name.clone();
+        self.plugins.insert(name.clone(), p);
+        self.generation += 1;
+        Ok(name)
     }
 
     pub fn has(&self, name: &str) -> bool {
         self.plugins.contains_key(name)
     }
 
-    /// Builds the tiers of `config`; plugins tephra does not have are
-    /// returned by name (Volcano skips them with a log line).
-    pub fn policies(&self, config: &SchedulerConfig) -> (Policies, Vec<String>) {
+    /// The live version of a plugin.
+    pub fn get(&self, name: &str) -> Option<&WasmPlugin> {
+        self.plugins.get(name)
+    }
+
+    /// Names of all plugins.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.plugins.keys().map(String::as_str)
+    }
+
+    /// Earlier versions of a plugin, oldest first.
+    pub fn previous(&self, name: &str) -> &[WasmPlugin] {
+        self.history.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// Makes `plugin` the live version of its name; the replaced one is kept.
+    pub fn promote(&mut self, plugin: WasmPlugin) {
+        let name = plugin.info().name.clone();
+        if let Some(old) = self.plugins.insert(name.clone(), plugin) {
+            self.history.entry(name).or_default().push(old);
+        }
+        self.generation += 1;
+    }
+
+    /// Puts the previous version of `name` back.
+    pub fn rollback(&mut self, name: &str) -> Result<()> {
+        let prev = self
+            .history
+            .get_mut(name)
+            .and_then(Vec::pop)
+            .ok_or_else(|| anyhow!("plugin {name}: no earlier version to roll back to"))?;
+        self.plugins.insert(name.to_string(), prev);
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Builds the tiers of `config`, with `replace` standing in for the plugin
+    /// of its name (shadows); plugins tephra does not have are returned by name.
+    pub fn policies(&self, config: &SchedulerConfig, replace: Option<&WasmPlugin>) -> (Policies, Vec<String>) {
         let mut missing = Vec::new();
         let mut tiers = Vec::new();
         for tier in &config.tiers {
             let mut slots = Vec::new();
             for conf in tier {
-                match self.plugins.get(&conf.name) {
+                let found = match replace {
+                    Some(r) if r.info().name == conf.name => Some(r),
+                    _ => self.plugins.get(&conf.name),
+                };
+                match found {
                     Some(p) => slots.push(Slot::new(conf.clone(), Box::new(p.clone()) as Box<dyn Backend>)),
                     None => missing.push(conf.name.clone()),
                 }
@@ -81,33 +136,228 @@ impl Library {
     }
 }
 
-/// A scheduler: a config, its loaded policies, and a cycle function.
+/// `.wasm` files of a directory, sorted.
+pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| anyhow!("{}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Counters of a running scheduler (exported as metrics).
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub cycles: u64,
+    pub last_cycle: Duration,
+    pub cycle_seconds_sum: f64,
+    /// Per action: (runs, seconds).
+    pub actions: BTreeMap<String, (u64, f64)>,
+    /// Per plugin: (calls, seconds, faults).
+    pub plugins: BTreeMap<String, (u64, f64, u64)>,
+    pub binds: u64,
+    pub evictions: u64,
+    pub swaps: u64,
+    pub rollbacks: u64,
+    pub shadow_diffs: u64,
+}
+
+/// A scheduler: a config, a library of plugin versions, shadows, and a
+/// cycle function.
 pub struct Scheduler {
     pub config: SchedulerConfig,
+    pub library: Library,
     policies: Option<Policies>,
-    /// Configured actions tephra does not implement yet (skipped).
+    built_for: u64,
+    /// Configured actions tephra does not implement (skipped).
     pub missing_actions: Vec<String>,
     pub missing_plugins: Vec<String>,
     pub seed: u64,
+    /// Shadow versions by plugin name: run beside the live one, never applied.
+    pub shadows: BTreeMap<String, WasmPlugin>,
+    /// The latest session's snapshot, for dry runs of staged plugins.
+    pub last_snapshot: Option<(Snapshot, Arc<Names>)>,
+    /// Faulty cycles in a row per plugin, since its last promotion.
+    pub fault_streak: BTreeMap<String, u32>,
+    /// A promoted version faulting this many cycles in a row is rolled back.
+    pub rollback_after: u32,
+    /// Plugins promoted and not yet through a clean cycle.
+    pub on_probation: Vec<String>,
+    pub stats: Stats,
+    /// The latest fault message per plugin.
+    pub last_errors: BTreeMap<String, String>,
+    /// What happened to plugin versions, for reports (cleared by the caller).
+    pub notices: Vec<String>,
 }
 
 impl Scheduler {
     pub fn new(config: SchedulerConfig, library: &Library) -> Self {
-        let (policies, missing_plugins) = library.policies(&config);
+        let (policies, missing_plugins) = library.policies(&config, None);
         let missing_actions = config.actions.iter().filter(|a| actions::by_name(a).is_none()).cloned().collect();
-        Scheduler { config, policies: Some(policies), missing_actions, missing_plugins, seed: 0x5eed }
+        Scheduler {
+            config,
+            library: library.clone(),
+            built_for: library.generation,
+            policies: Some(policies),
+            missing_actions,
+            missing_plugins,
+            seed: 0x5eed,
+            shadows: BTreeMap::new(),
+            last_snapshot: None,
+            fault_streak: BTreeMap::new(),
+            rollback_after: 3,
+            on_probation: Vec::new(),
+            stats: Stats::default(),
+            last_errors: BTreeMap::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// Replaces the config (already validated); takes effect next cycle.
+    pub fn set_config(&mut self, config: SchedulerConfig) {
+        self.config = config;
+        self.built_for = u64::MAX;
+    }
+
+    fn rebuild(&mut self) {
+        if self.built_for != self.library.generation {
+            let (policies, missing) = self.library.policies(&self.config, None);
+            self.policies = Some(policies);
+            self.missing_plugins = missing;
+            self.missing_actions =
+                self.config.actions.iter().filter(|a| actions::by_name(a).is_none()).cloned().collect();
+            self.built_for = self.library.generation;
+        }
+    }
+
+    /// Compiles and validates a new version of a plugin and makes it live
+    /// between this cycle and the next. A version failing validation never
+    /// replaces the running one.
+    pub fn swap(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
+        let compiled = WasmPlugin::load(&self.library.runtime, bytes, origin)?;
+        self.swap_compiled(compiled)
+    }
+
+    /// Like [`Scheduler::swap`] for a component compiled elsewhere (the watcher).
+    pub fn swap_compiled(&mut self, compiled: WasmPlugin) -> Result<String> {
+        let origin = compiled.origin_name();
+        let staged = live::validate(compiled, self.last_snapshot.as_ref(), &self.config)?;
+        let name = staged.info().name.clone();
+        let hash = staged.hash().to_string();
+        self.library.promote(staged);
+        self.fault_streak.remove(&name);
+        self.on_probation.retain(|n| *n != name);
+        self.on_probation.push(name.clone());
+        self.stats.swaps += 1;
+        self.notices.push(format!("swapped plugin {name} to version {hash} from {origin}"));
+        Ok(name)
+    }
+
+    /// Loads a shadow version of a plugin: it sees every cycle's snapshot,
+    /// its decisions are compared with the live ones and never applied.
+    pub fn set_shadow(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
+        let staged = live::stage(&self.library.runtime, bytes, origin, self.last_snapshot.as_ref(), &self.config)?;
+        let name = staged.info().name.clone();
+        if !self.config.plugin_names().any(|n| n == name) {
+            bail!("{origin}: plugin {name:?} is not in the scheduler config, so it has nothing to shadow");
+        }
+        self.notices.push(format!("shadow of plugin {name} loaded: version {} from {origin}", staged.hash()));
+        self.shadows.insert(name.clone(), staged);
+        Ok(name)
+    }
+
+    /// Makes a shadow the live version.
+    pub fn promote_shadow(&mut self, name: &str) -> Result<()> {
+        let s = self.shadows.remove(name).ok_or_else(|| anyhow!("plugin {name}: no shadow loaded"))?;
+        let hash = s.hash().to_string();
+        self.library.promote(s);
+        self.on_probation.retain(|n| n != name);
+        self.on_probation.push(name.to_string());
+        self.stats.swaps += 1;
+        self.notices.push(format!("promoted the shadow of plugin {name} (version {hash}) to live"));
+        Ok(())
+    }
+
+    /// Puts the previous version of a plugin back.
+    pub fn rollback(&mut self, name: &str) -> Result<()> {
+        self.library.rollback(name)?;
+        self.fault_streak.remove(name);
+        self.on_probation.retain(|n| n != name);
+        self.stats.rollbacks += 1;
+        let hash = self.library.get(name).map(|p| p.hash().to_string()).unwrap_or_default();
+        self.notices.push(format!("rolled plugin {name} back to version {hash}"));
+        Ok(())
     }
 
     /// Runs one cycle over `cluster`.
     pub fn cycle(&mut self, cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64) -> Outcome {
+        let started = Instant::now();
         let actions = self.config.actions.clone();
-        self.inspect(cluster, overrides, now_ms, |ssn| {
+        let seed = self.next_seed();
+        let mut timings = Vec::new();
+        let mut outcome = self.run(cluster, overrides, now_ms, seed, |ssn| {
             for name in &actions {
                 if let Some(action) = actions::by_name(name) {
+                    let t = Instant::now();
                     action(ssn);
+                    timings.push((name.clone(), t.elapsed().as_secs_f64()));
                 }
             }
-        })
+        });
+        for (name, secs) in timings {
+            let e = self.stats.actions.entry(name).or_default();
+            e.0 += 1;
+            e.1 += secs;
+        }
+        let shadows: Vec<WasmPlugin> = self.shadows.values().cloned().collect();
+        for shadow in shadows {
+            let diff = self.shadow_cycle(cluster, overrides, now_ms, seed, &shadow, &outcome);
+            self.stats.shadow_diffs += diff.count() as u64;
+            outcome.shadow_diffs.push(diff);
+        }
+        self.watch_faults(&outcome);
+        self.stats.cycles += 1;
+        self.stats.last_cycle = started.elapsed();
+        self.stats.cycle_seconds_sum += self.stats.last_cycle.as_secs_f64();
+        for d in &outcome.decisions {
+            match d {
+                crate::session::Decision::Bind { .. } => self.stats.binds += 1,
+                crate::session::Decision::Evict { .. } => self.stats.evictions += 1,
+                crate::session::Decision::Nominate { .. } => {}
+            }
+        }
+        outcome
+    }
+
+    fn next_seed(&mut self) -> u64 {
+        self.seed = self.seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.seed
+    }
+
+    /// The same cycle with the shadow standing in; its decisions compared.
+    fn shadow_cycle(
+        &mut self,
+        cluster: &Cluster,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        seed: u64,
+        shadow: &WasmPlugin,
+        live: &Outcome,
+    ) -> ShadowDiff {
+        let (policies, _) = self.library.policies(&self.config, Some(shadow));
+        let actions = self.config.actions.clone();
+        let mut ssn = Session::open(cluster, policies, overrides, now_ms, seed);
+        ssn.actions = actions.clone();
+        ssn.action_args = self.config.action_args.clone();
+        for name in &actions {
+            if let Some(action) = actions::by_name(name) {
+                action(&mut ssn);
+            }
+        }
+        let (out, _) = ssn.close();
+        live::diff(&shadow.info().name, live, &out)
     }
 
     /// Opens a session, lets `f` work on it, closes it.
@@ -118,14 +368,65 @@ impl Scheduler {
         now_ms: i64,
         f: impl FnOnce(&mut Session),
     ) -> Outcome {
+        let seed = self.next_seed();
+        self.run(cluster, overrides, now_ms, seed, f)
+    }
+
+    fn run(
+        &mut self,
+        cluster: &Cluster,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        seed: u64,
+        f: impl FnOnce(&mut Session),
+    ) -> Outcome {
+        self.rebuild();
         let policies = self.policies.take().expect("policies are returned by every session");
-        self.seed = self.seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut ssn = Session::open(cluster, policies, overrides, now_ms, self.seed);
+        let mut ssn = Session::open(cluster, policies, overrides, now_ms, seed);
+        self.last_snapshot = Some((ssn.snap.clone(), ssn.names.clone()));
         ssn.actions = self.config.actions.clone();
         ssn.action_args = self.config.action_args.clone();
         f(&mut ssn);
-        let (outcome, policies) = ssn.close();
+        let (outcome, mut policies) = ssn.close();
+        for (name, calls, secs) in policies.take_call_stats() {
+            let e = self.stats.plugins.entry(name).or_default();
+            e.0 += calls;
+            e.1 += secs;
+        }
         self.policies = Some(policies);
         outcome
+    }
+
+    /// Counts faults per plugin; a newly promoted version that faults
+    /// `rollback_after` cycles in a row is rolled back automatically.
+    fn watch_faults(&mut self, out: &Outcome) {
+        let faulty: Vec<String> = out.faults.iter().map(|f| f.plugin.clone()).collect();
+        for f in &out.faults {
+            self.last_errors.insert(f.plugin.clone(), format!("{}: {}", f.point, f.message));
+        }
+        for name in self.config.plugin_names().map(String::from).collect::<Vec<_>>() {
+            let e = self.stats.plugins.entry(name.clone()).or_default();
+            if faulty.contains(&name) {
+                e.2 += 1;
+                *self.fault_streak.entry(name.clone()).or_default() += 1;
+            } else {
+                self.fault_streak.remove(&name);
+                self.on_probation.retain(|n| *n != name);
+            }
+        }
+        let due: Vec<String> = self
+            .on_probation
+            .iter()
+            .filter(|n| self.fault_streak.get(*n).is_some_and(|&s| s >= self.rollback_after))
+            .cloned()
+            .collect();
+        for name in due {
+            if self.rollback(&name).is_ok() {
+                self.notices.push(format!(
+                    "plugin {name} faulted {} cycles in a row after its promotion; rolled back",
+                    self.rollback_after
+                ));
+            }
+        }
     }
 }

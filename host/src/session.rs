@@ -561,6 +561,7 @@ impl Session {
             dims: self.snap.dims.clone(),
             task_job: self.snap.task_job.clone(),
             conditions,
+            shadow_diffs: Vec::new(),
             queue_status,
         };
         (outcome, self.policies)
@@ -582,6 +583,8 @@ pub struct Outcome {
     pub task_job: Vec<u32>,
     /// Per job, the PodGroup condition to write (None: no tasks yet).
     pub conditions: Vec<Option<crate::model::Condition>>,
+    /// Per shadow plugin, how its decisions differ from the live ones.
+    pub shadow_diffs: Vec<crate::live::ShadowDiff>,
     /// The quota plugin's (name, deserved rows, shares) per queue.
     pub queue_status: Option<(String, Vec<f64>, Vec<f64>)>,
 }

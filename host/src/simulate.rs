@@ -324,6 +324,8 @@ impl Simulation {
         }
         r.pending.sort();
         r.faults = out.faults.iter().map(|f| format!("{} {}: {}", f.plugin, f.point, f.message)).collect();
+        r.notices = std::mem::take(&mut self.scheduler.notices);
+        r.shadow = out.shadow_diffs.clone();
         self.time += self.options.period;
         r
     }

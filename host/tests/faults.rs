@@ -72,6 +72,7 @@ fn faulty_plugins_never_stop_the_cycle() {
         ("loop", "node-order", "interrupt"),
         ("oom", "open-session", "open-session failed"),
         ("open-fails", "open-session", "refuses every session"),
+        ("huge", "node-order", ""),
     ];
     for (mode, point, needle) in cases {
         let mut sched = Scheduler::new(config(mode), &lib);
@@ -86,6 +87,28 @@ fn faulty_plugins_never_stop_the_cycle() {
         let again = sched.cycle(&cluster(), &Default::default(), 1000);
         assert!(again.faults.iter().any(|f| f.plugin == "faulty"), "mode {mode}");
     }
+}
+
+/// A plugin flooding its log and stderr is cut off and rate-limited; it
+/// still answers, so it is not a fault.
+#[test]
+fn log_floods_are_contained() {
+    let lib = library();
+    let mut sched = Scheduler::new(config("spam"), &lib);
+    let started = std::time::Instant::now();
+    let out = sched.cycle(&cluster(), &Default::default(), 0);
+    assert!(out.faults.is_empty(), "{:?}", out.faults);
+    assert_eq!(out.decisions.iter().filter(|d| matches!(d, Decision::Bind { .. })).count(), 2);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+/// A component of another contract version is refused at load, naming both.
+#[test]
+fn wrong_contract_version_is_refused() {
+    let runtime = Runtime::new(Sandbox::default()).unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("hostile/wrong-contract.wasm")).unwrap();
+    let e = WasmPlugin::load(&runtime, &bytes, "wrong-contract.wasm").err().unwrap().to_string();
+    assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.1.0"), "{e}");
 }
 
 #[test]
@@ -103,4 +126,22 @@ fn broken_components_are_refused_with_their_origin() {
     let mut truncated = good.clone();
     truncated.truncate(good.len() / 2);
     assert!(WasmPlugin::load(&runtime, &truncated, "cut.wasm").is_err());
+}
+
+/// `faultPolicy: fail-closed`: a trapping predicate plugin rejects every
+/// node instead of abstaining, so nothing is placed against its will.
+#[test]
+fn fail_closed_rejects_while_the_plugin_is_down() {
+    let lib = library();
+    let mut config = config("trap");
+    config.tiers[0][1].fail_closed = true;
+    let mut sched = Scheduler::new(config, &lib);
+    let out = sched.cycle(&cluster(), &Default::default(), 0);
+    assert!(out.decisions.is_empty(), "{:?}", out.decisions);
+    assert!(out.faults.iter().any(|f| f.plugin == "faulty"));
+    let why = out.fit_errors.values().next().expect("a reason per pending task").summary();
+    assert!(why.contains("fail-closed (faulty)"), "{why}");
+    let text = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    faultPolicy: closed\n";
+    let e = SchedulerConfig::parse(text, "c.yaml").unwrap_err().to_string();
+    assert!(e.contains("c.yaml: tiers[0].plugins[0].faultPolicy: expected skip or fail-closed"), "{e}");
 }

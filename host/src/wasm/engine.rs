@@ -3,21 +3,21 @@
 
 use super::bindings::tephra::scheduler::host::{self, Kind, Level};
 use super::bindings::Plugin;
+use super::output::CappedOutput;
 use crate::session::Names;
 use anyhow::{anyhow, Result};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// How often the epoch advances.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Limits applied to every plugin instance.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Sandbox {
     /// CPU time one call may take before it is interrupted.
     pub call_deadline: Duration,
@@ -25,12 +25,29 @@ pub struct Sandbox {
     pub memory_bytes: usize,
     /// Bytes of stdout/stderr kept per session.
     pub output_bytes: usize,
+    /// Where compiled components are cached by content (none: no disk cache).
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Sandbox {
     fn default() -> Self {
-        Sandbox { call_deadline: Duration::from_secs(2), memory_bytes: 256 << 20, output_bytes: 64 << 10 }
+        Sandbox {
+            call_deadline: Duration::from_secs(2),
+            memory_bytes: 256 << 20,
+            output_bytes: 64 << 10,
+            cache_dir: default_cache_dir(),
+        }
     }
+}
+
+/// `$TEPHRA_CACHE_DIR`, else `$XDG_CACHE_HOME/tephra/wasm`, else
+/// `$HOME/.cache/tephra/wasm`.
+pub fn default_cache_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("TEPHRA_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("tephra/wasm")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache/tephra/wasm")))
 }
 
 /// Per-instance state: an empty WASI context (no files, env or network), the
@@ -41,7 +58,7 @@ pub struct State {
     pub(super) limits: StoreLimits,
     pub(super) plugin: String,
     pub(super) names: Arc<Names>,
-    pub(super) output: MemoryOutputPipe,
+    pub(super) output: CappedOutput,
     logs_left: u32,
     /// Warnings and errors already logged (by any instance): a plugin that
     /// warns every session is shown once.
@@ -97,6 +114,9 @@ pub struct Runtime {
     pub(super) linker: Arc<Linker<State>>,
     pub(super) sandbox: Sandbox,
     said: Arc<Mutex<HashSet<String>>>,
+    /// Compiled components by content hash: a version seen before is not
+    /// compiled again (repeated swaps, rollbacks, many schedulers).
+    compiled: Arc<Mutex<HashMap<String, Component>>>,
 }
 
 impl Runtime {
@@ -105,6 +125,17 @@ impl Runtime {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.concurrency_support(false);
+        // Compiled code is cached on disk by content: restarts do not recompile.
+        if let Some(dir) = &sandbox.cache_dir {
+            let mut cache = wasmtime::CacheConfig::new();
+            cache.with_directory(dir);
+            match wasmtime::Cache::new(cache) {
+                Ok(c) => {
+                    config.cache(Some(c));
+                }
+                Err(e) => tracing::warn!("compiled-plugin cache in {} disabled: {e}", dir.display()),
+            }
+        }
         let engine = Engine::new(&config).map_err(|e| anyhow!("wasm engine: {e}"))?;
         let weak = engine.weak();
         std::thread::Builder::new().name("tephra-epoch".into()).spawn(move || {
@@ -118,12 +149,12 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| anyhow!("linking WASI: {e}"))?;
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| anyhow!("linking host interface: {e}"))?;
-        Ok(Runtime { engine, linker: Arc::new(linker), sandbox, said: Arc::default() })
+        Ok(Runtime { engine, linker: Arc::new(linker), sandbox, said: Arc::default(), compiled: Arc::default() })
     }
 
     /// Fresh state for one instance of `plugin`.
     pub(super) fn state(&self, plugin: &str, names: Arc<Names>) -> State {
-        let output = MemoryOutputPipe::new(self.sandbox.output_bytes);
+        let output = CappedOutput::new(self.sandbox.output_bytes);
         let wasi = WasiCtxBuilder::new().stdout(output.clone()).stderr(output.clone()).build();
         State {
             wasi,
@@ -135,6 +166,17 @@ impl Runtime {
             logs_left: 1000,
             said: self.said.clone(),
         }
+    }
+
+    /// Compiles `bytes`, or returns the component compiled earlier from the
+    /// same bytes.
+    pub(super) fn compile(&self, bytes: &[u8], hash: &str) -> wasmtime::Result<Component> {
+        if let Some(c) = self.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(hash) {
+            return Ok(c.clone());
+        }
+        let c = Component::new(&self.engine, bytes)?;
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(hash.to_string(), c.clone());
+        Ok(c)
     }
 
     /// The per-call deadline in epoch ticks.

@@ -3,11 +3,12 @@
 
 mod bindings;
 mod engine;
+mod output;
 mod plugin;
 
 pub use bindings::tephra::scheduler::types as contract;
 pub use engine::{Runtime, Sandbox};
-pub use plugin::WasmPlugin;
+pub use plugin::{content_hash, WasmPlugin};
 
 /// The default plugins, compiled to components by the build script.
 pub mod builtin {

@@ -8,7 +8,6 @@ use crate::plugin::{Answer, Backend, Call};
 use crate::session::Names;
 use anyhow::{anyhow, bail, Result};
 use std::sync::Arc;
-use wasmtime::component::Component;
 use wasmtime::Store;
 
 /// A policy running as a WebAssembly component.
@@ -17,7 +16,14 @@ pub struct WasmPlugin {
     pre: PluginPre<State>,
     info: PluginInfo,
     origin: String,
+    hash: String,
     live: Option<(Store<State>, Plugin)>,
+}
+
+/// A short content hash (FNV-1a, 64 bits) identifying a component's bytes.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let h = bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100000001b3));
+    format!("{h:016x}")
 }
 
 /// A one-line message for a failed call: the trap (not the backtrace).
@@ -32,7 +38,9 @@ fn fault(e: wasmtime::Error) -> String {
 impl WasmPlugin {
     /// Compiles and validates a component; `origin` names it in errors.
     pub fn load(runtime: &Runtime, bytes: &[u8], origin: &str) -> Result<Self> {
-        let component = Component::new(&runtime.engine, bytes)
+        let hash = content_hash(bytes);
+        let component = runtime
+            .compile(bytes, &hash)
             .map_err(|e| anyhow!("{origin}: not a loadable WebAssembly component: {}", fault(e)))?;
         let pre = runtime
             .linker
@@ -55,7 +63,17 @@ impl WasmPlugin {
         if info.name.is_empty() {
             bail!("{origin}: info() returned an empty plugin name");
         }
-        Ok(WasmPlugin { runtime: runtime.clone(), pre, info, origin: origin.to_string(), live: None })
+        Ok(WasmPlugin { runtime: runtime.clone(), pre, info, origin: origin.to_string(), hash, live: None })
+    }
+
+    /// Where the component came from.
+    pub fn origin_name(&self) -> String {
+        self.origin.clone()
+    }
+
+    /// The content hash of the component's bytes.
+    pub fn hash(&self) -> &str {
+        &self.hash
     }
 
     fn with<R>(&mut self, f: impl FnOnce(&Plugin, &mut Store<State>) -> wasmtime::Result<R>) -> Result<R, String> {
@@ -158,6 +176,7 @@ impl Clone for WasmPlugin {
             pre: self.pre.clone(),
             info: self.info.clone(),
             origin: self.origin.clone(),
+            hash: self.hash.clone(),
             live: None,
         }
     }

@@ -3,7 +3,8 @@
 //! pointing past its reasons), `short-scores` (wrong number of scores),
 //! `nan` (NaN node scores), `bad-victim` (names a non-candidate), `loop`
 //! (never returns from node-order), `oom` (allocates without bound),
-//! `open-fails` (refuses the session).
+//! `open-fails` (refuses the session), `huge` (returns 20 million scores),
+//! `spam` (floods the log and stderr, answers correctly).
 
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit, Vote};
 
@@ -40,6 +41,13 @@ impl Policy for Faulty {
     fn node_order(&mut self, _s: &Session, _t: u32, nodes: &[u32], scores: &mut [f64]) {
         match self.mode.as_str() {
             "nan" => scores.iter_mut().for_each(|x| *x = f64::NAN),
+            "spam" => {
+                for i in 0..2_000 {
+                    tephra_sdk::log::warn(&format!("spam line {i}"));
+                    eprintln!("{}", "x".repeat(100));
+                }
+                scores.iter_mut().zip(nodes).for_each(|(x, n)| *x = *n as f64);
+            }
             "loop" => {
                 let mut i: u64 = 0;
                 while std::hint::black_box(i) < u64::MAX {
@@ -109,6 +117,9 @@ mod export {
             rt(|r| r.predicate(t, &n))
         }
         fn node_order(t: u32, n: Vec<u32>) -> Vec<f64> {
+            if mode() == "huge" {
+                return vec![1.0; 20_000_000];
+            }
             let mut s = rt(|r| r.node_order(t, &n));
             if mode() == "short-scores" {
                 s.pop();

@@ -1,0 +1,154 @@
+//! Hot swap while scheduling: versions switch exactly between cycles, bad
+//! versions never go live, a version that keeps trapping is rolled back, and
+//! a shadow's decisions are compared without being applied.
+
+use std::path::Path;
+use tephra::config::{PluginConf, SchedulerConfig};
+use tephra::model::{Cluster, Node, Phase, Pod, PodGroup, Queue};
+use tephra::scheduler::{Library, Scheduler};
+use tephra::session::{Decision, Outcome};
+use tephra::wasm::builtin::FIXTURES_DIR;
+
+fn version(v: &str) -> Vec<u8> {
+    std::fs::read(Path::new(FIXTURES_DIR).join("swap").join(format!("prefer-{v}.wasm"))).unwrap()
+}
+
+fn cluster() -> Cluster {
+    let mut c = Cluster::default();
+    for n in ["n1", "n2"] {
+        c.nodes.push(Node {
+            name: n.into(),
+            allocatable: [("cpu".into(), 4000.0), ("memory".into(), 8e9), ("pods".into(), 10.0)].into(),
+            ..Default::default()
+        });
+    }
+    c.queues.push(Queue { name: "q".into(), weight: 1.0, reclaimable: true, ..Default::default() });
+    c.podgroups.push(PodGroup {
+        namespace: "ns".into(),
+        name: "g".into(),
+        queue: "q".into(),
+        min_member: 1,
+        phase: Phase::Inqueue,
+        ..Default::default()
+    });
+    c.pods.push(Pod {
+        namespace: "ns".into(),
+        name: "p".into(),
+        group: Some("g".into()),
+        requests: [("cpu".into(), 1000.0)].into(),
+        preemptable: true,
+        ..Default::default()
+    });
+    c
+}
+
+fn scheduler() -> Scheduler {
+    let config = SchedulerConfig {
+        actions: vec!["allocate".into()],
+        tiers: vec![vec![PluginConf::new("gang")], vec![PluginConf::new("predicates"), PluginConf::new("prefer")]],
+        action_args: Default::default(),
+        unset_is_on: true,
+    };
+    let lib = Library::load(None).unwrap();
+    let mut s = Scheduler::new(config, &lib);
+    s.swap(&version("first"), "prefer-first.wasm").unwrap();
+    s
+}
+
+fn bound_to(out: &Outcome) -> Vec<String> {
+    out.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Bind { node, .. } => Some(out.names.nodes[*node as usize].clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn swap_every_cycle_for_100_cycles() {
+    let mut s = scheduler();
+    let c = cluster();
+    let (first, last) = (version("first"), version("last"));
+    for i in 0..100 {
+        let (bytes, want) = if i % 2 == 0 { (&last, "n2") } else { (&first, "n1") };
+        s.swap(bytes, "swap").unwrap();
+        let out = s.cycle(&c, &Default::default(), i * 1000);
+        assert!(out.faults.is_empty(), "cycle {i}: {:?}", out.faults);
+        assert_eq!(bound_to(&out), [want], "cycle {i}: decisions switch exactly at the swap");
+    }
+    assert_eq!(s.stats.cycles, 100);
+    assert_eq!(s.stats.swaps, 101);
+    assert_eq!(s.library.previous("prefer").len(), 100);
+}
+
+#[test]
+fn a_version_failing_its_dry_run_never_goes_live() {
+    let mut s = scheduler();
+    let c = cluster();
+    assert_eq!(bound_to(&s.cycle(&c, &Default::default(), 5000)), ["n1"]);
+    // The latest snapshot is at t=5s: the broken version traps in its dry run.
+    let e = s.swap(&version("broken"), "prefer-broken.wasm").unwrap_err().to_string();
+    assert!(e.contains("prefer-broken.wasm: dry run on the latest snapshot failed in node-order"), "{e}");
+    assert!(e.contains("deliberate trap"), "{e}");
+    let e = s.swap(b"not a component", "junk.wasm").unwrap_err().to_string();
+    assert!(e.starts_with("junk.wasm: not a loadable WebAssembly component"), "{e}");
+    let mut cut = version("last");
+    cut.truncate(cut.len() / 3);
+    assert!(s.swap(&cut, "cut.wasm").is_err());
+    let out = s.cycle(&c, &Default::default(), 6000);
+    assert_eq!(bound_to(&out), ["n1"], "the running version kept serving");
+    assert!(out.faults.is_empty());
+}
+
+#[test]
+fn a_version_that_keeps_trapping_is_rolled_back() {
+    let mut s = scheduler();
+    let c = cluster();
+    s.cycle(&c, &Default::default(), 0);
+    // Passes its dry run at t=0, traps from then on.
+    s.swap(&version("broken"), "prefer-broken.wasm").unwrap();
+    for t in 1..=3 {
+        let out = s.cycle(&c, &Default::default(), t * 1000);
+        assert!(out.faults.iter().any(|f| f.plugin == "prefer"), "cycle {t}");
+        assert_eq!(bound_to(&out).len(), 1, "cycle {t}: still scheduling without the faulty plugin");
+    }
+    assert!(
+        s.notices.iter().any(|n| n.contains("faulted 3 cycles in a row") && n.contains("rolled back")),
+        "{:?}",
+        s.notices
+    );
+    let out = s.cycle(&c, &Default::default(), 4000);
+    assert!(out.faults.is_empty(), "{:?}", out.faults);
+    assert_eq!(bound_to(&out), ["n1"]);
+    // Manual rollback too.
+    s.swap(&version("last"), "prefer-last.wasm").unwrap();
+    assert_eq!(bound_to(&s.cycle(&c, &Default::default(), 5000)), ["n2"]);
+    s.rollback("prefer").unwrap();
+    assert_eq!(bound_to(&s.cycle(&c, &Default::default(), 6000)), ["n1"]);
+}
+
+#[test]
+fn a_shadow_is_compared_not_applied_then_promoted() {
+    let mut s = scheduler();
+    let c = cluster();
+    s.set_shadow(&version("last"), "prefer-last.wasm").unwrap();
+    let out = s.cycle(&c, &Default::default(), 0);
+    assert_eq!(bound_to(&out), ["n1"], "live decisions applied");
+    assert_eq!(out.shadow_diffs.len(), 1);
+    let d = &out.shadow_diffs[0];
+    assert_eq!(d.plugin, "prefer");
+    assert_eq!(d.binds_live_only, ["ns/p → n1"]);
+    assert_eq!(d.binds_shadow_only, ["ns/p → n2"]);
+    assert_eq!(s.stats.shadow_diffs, 2);
+    s.promote_shadow("prefer").unwrap();
+    let out = s.cycle(&c, &Default::default(), 1000);
+    assert_eq!(bound_to(&out), ["n2"]);
+    assert!(out.shadow_diffs.is_empty());
+    let e = s.set_shadow(&version("last"), "x.wasm");
+    assert!(e.is_ok());
+    let lib = Library::load(None).unwrap();
+    let mut other = Scheduler::new(SchedulerConfig::default_config(), &lib);
+    let e = other.set_shadow(&version("last"), "prefer-last.wasm").unwrap_err().to_string();
+    assert!(e.contains("not in the scheduler config"), "{e}");
+}

@@ -1,0 +1,175 @@
+//! The long-running simulator: shadows printed, a plugin file swapped by the
+//! directory watcher between cycles, and the admin HTTP surface on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tephra::wasm::builtin::FIXTURES_DIR;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn swap_fixture(v: &str) -> PathBuf {
+    Path::new(FIXTURES_DIR).join("swap").join(format!("prefer-{v}.wasm"))
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tephra-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn shadow_diff_is_printed_and_never_applied() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .current_dir(repo())
+        .args(["simulate", "examples/shadow/cluster.yaml", "--plugin"])
+        .arg(swap_fixture("first"))
+        .arg("--shadow")
+        .arg(swap_fixture("last"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.matches("bind       apps/web-").count(), 12, "{text}");
+    assert!(!text.contains("→ rack-b\n  phase"), "the shadow's choices are not applied:\n{text}");
+    for i in 0..12 {
+        assert!(text.contains(&format!("bind       apps/web-{i} → rack-a")), "{text}");
+        assert!(text.contains(&format!("shadow     prefer would bind apps/web-{i} → rack-b")), "{text}");
+    }
+}
+
+#[test]
+fn watcher_swaps_a_changed_plugin_between_cycles() {
+    let dir = tmpdir("watch");
+    std::fs::copy(swap_fixture("first"), dir.join("prefer.wasm")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .current_dir(repo())
+        .args([
+            "simulate",
+            "examples/shadow/cluster.yaml",
+            "--watch",
+            "--period",
+            "0.4",
+            "--cycles",
+            "12",
+            "--plugins-dir",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = String::new();
+    // After a few cycles, a new version replaces the file.
+    while let Some(Ok(l)) = lines.next() {
+        seen.push_str(&l);
+        seen.push('\n');
+        if l.starts_with("── cycle 4") {
+            let tmp = dir.join("prefer.wasm.tmp");
+            std::fs::copy(swap_fixture("last"), &tmp).unwrap();
+            std::fs::rename(&tmp, dir.join("prefer.wasm")).unwrap();
+        }
+        if l.starts_with("── cycle 8") {
+            std::fs::write(dir.join("junk.wasm"), b"not a component").unwrap();
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(seen.contains("plugins    swapped plugin prefer to version"), "{seen}");
+    let swap_at = seen.find("swapped plugin prefer").unwrap();
+    let (before, after) = seen.split_at(swap_at);
+    assert!(before.contains("→ rack-a") && !before.contains("→ rack-b"), "{before}");
+    let after_binds: Vec<&str> = after.lines().filter(|l| l.contains("bind       ")).collect();
+    assert!(!after_binds.is_empty() && after_binds.iter().all(|l| l.ends_with("→ rack-b")), "{after}");
+    // A broken file in the directory is rejected; the running version stays.
+    assert!(
+        after.contains("plugins    rejected ") && after.contains("junk.wasm: not a loadable WebAssembly component"),
+        "{after}"
+    );
+    let last_bind = after.lines().rev().find(|l| l.contains("bind       ")).unwrap();
+    assert!(last_bind.ends_with("→ rack-b"), "{after}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).unwrap();
+    let code = buf.split_whitespace().nth(1).unwrap_or("0").parse().unwrap_or(0);
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
+}
+
+#[test]
+fn admin_serves_health_metrics_plugins_and_promotes() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .current_dir(repo())
+        .args(["simulate", "examples/shadow/cluster.yaml", "--admin", "127.0.0.1:0", "--realtime"])
+        .args(["--period", "0.3", "--cycles", "60", "--plugin"])
+        .arg(swap_fixture("first"))
+        .arg("--shadow")
+        .arg(swap_fixture("last"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("admin: listening on http://").unwrap_or_else(|| panic!("{line}")).to_string();
+    assert_eq!(http(&addr, "GET", "/healthz"), (200, "ok\n".into()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http(&addr, "GET", "/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, metrics) = http(&addr, "GET", "/metrics");
+    assert_eq!(code, 200);
+    for want in [
+        "# TYPE tephra_cycles_total counter",
+        "tephra_plugin_calls_total{plugin=\"prefer\"}",
+        "tephra_action_seconds_total{action=\"allocate\"}",
+        "tephra_queue_allocated{queue=\"default\",resource=\"cpu\"}",
+        "tephra_shadow_diffs_total",
+    ] {
+        assert!(metrics.contains(want), "missing {want} in:\n{metrics}");
+    }
+    let (code, plugins) = http(&addr, "GET", "/plugins");
+    assert_eq!(code, 200);
+    let rows: serde_json::Value = serde_json::from_str(&plugins).unwrap();
+    let states: Vec<(String, String)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "prefer")
+        .map(|r| (r["version"].as_str().unwrap().to_string(), r["state"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(
+        states.contains(&("first".into(), "live".into())) && states.contains(&("last".into(), "shadow".into())),
+        "{states:?}"
+    );
+    assert_eq!(http(&addr, "POST", "/plugins/prefer/promote").0, 200);
+    let (_, plugins) = http(&addr, "GET", "/plugins");
+    let rows: serde_json::Value = serde_json::from_str(&plugins).unwrap();
+    let prefer: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "prefer")
+        .map(|r| (r["version"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(prefer, [("last", "live"), ("first", "previous")], "{plugins}");
+    let (code, body) = http(&addr, "POST", "/plugins/prefer/promote");
+    assert_eq!(code, 409, "no shadow left: {body}");
+    assert_eq!(http(&addr, "POST", "/plugins/prefer/rollback").0, 200);
+    assert_eq!(http(&addr, "GET", "/nope").0, 404);
+    child.kill().unwrap();
+    let _ = child.wait();
+}

@@ -1,0 +1,19 @@
+//! Swap-test plugin `prefer`, version "last": scores higher node ids higher.
+
+use tephra_sdk::{ExtensionPoint as P, Policy, Session};
+
+#[derive(Default)]
+pub struct Prefer;
+
+impl Policy for Prefer {
+    const NAME: &'static str = "prefer";
+    const VERSION: &'static str = "last";
+    const POINTS: &'static [P] = &[P::NodeOrder];
+
+    fn node_score(&mut self, _s: &Session, _task: u32, node: u32) -> f64 {
+        node as f64 + 1.0
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+tephra_sdk::export_plugin!(Prefer);
