@@ -18,6 +18,7 @@ pub mod plugin;
 pub mod policy;
 pub mod report;
 pub mod resource;
+pub mod scaffold;
 pub mod scheduler;
 pub mod session;
 pub mod simulate;

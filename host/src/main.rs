@@ -88,6 +88,16 @@ enum Command {
 enum PluginCommand {
     /// Validate a component offline and print what it declares.
     Check { file: PathBuf },
+    /// Create a buildable plugin project with a test.
+    New {
+        name: String,
+        /// rust, python or js.
+        #[arg(long, default_value = "rust")]
+        lang: String,
+        /// Where to create it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// How `tephra simulate` runs.
@@ -286,8 +296,12 @@ fn check(file: PathBuf) -> Result<()> {
     let info = p.info();
     let mut text =
         format!("{}: plugin {:?} version {} (contract {})\n", file.display(), info.name, info.version, info.contract);
+    text += &format!("  content hash {}\n", p.hash());
     for pt in &info.points {
         text += &format!("  implements {}\n", tephra::policy::point_name(*pt));
+    }
+    for i in p.imports() {
+        text += &format!("  imports    {i}\n");
     }
     emit(&text);
     Ok(())
@@ -328,6 +342,22 @@ fn main() -> ExitCode {
         .map(|_| true),
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
+        Command::Plugin { command: PluginCommand::New { name, lang, dir } } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            tephra::scaffold::new_plugin(&name, &lang, &dir).map(|files| {
+                let how = match lang.as_str() {
+                    "rust" => "cargo test; cargo build --target wasm32-wasip2 --release",
+                    _ => "./build.sh out   (./test.sh builds it and checks its decisions)",
+                };
+                emit(&format!(
+                    "created {} ({lang}): {}\nnext: cd {} && {how}\n",
+                    dir.display(),
+                    files.join(", "),
+                    dir.display()
+                ));
+                true
+            })
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -17,8 +17,14 @@ pub struct WasmPlugin {
     info: PluginInfo,
     origin: String,
     hash: String,
+    imports: Vec<String>,
     live: Option<(Store<State>, Plugin)>,
 }
+
+/// Interface prefixes a plugin may import: the contract, a clock,
+/// randomness, and the stdio/environment plumbing language runtimes link
+/// (the environment is empty and output is captured).
+pub const ALLOWED_IMPORTS: [&str; 5] = ["tephra:scheduler/", "wasi:clocks/", "wasi:random/", "wasi:io/", "wasi:cli/"];
 
 /// A short content hash (FNV-1a, 64 bits) identifying a component's bytes.
 pub fn content_hash(bytes: &[u8]) -> String {
@@ -42,6 +48,14 @@ impl WasmPlugin {
         let component = runtime
             .compile(bytes, &hash)
             .map_err(|e| anyhow!("{origin}: not a loadable WebAssembly component: {}", fault(e)))?;
+        let imports: Vec<String> =
+            component.component_type().imports(&runtime.engine).map(|(name, _)| name.to_string()).collect();
+        if let Some(bad) = imports.iter().find(|i| !ALLOWED_IMPORTS.iter().any(|a| i.starts_with(a))) {
+            bail!(
+                "{origin}: imports {bad}, which tephra does not offer to plugins (allowed: {})",
+                ALLOWED_IMPORTS.map(|a| format!("{a}*")).join(", ")
+            );
+        }
         let pre = runtime
             .linker
             .instantiate_pre(&component)
@@ -63,7 +77,12 @@ impl WasmPlugin {
         if info.name.is_empty() {
             bail!("{origin}: info() returned an empty plugin name");
         }
-        Ok(WasmPlugin { runtime: runtime.clone(), pre, info, origin: origin.to_string(), hash, live: None })
+        Ok(WasmPlugin { runtime: runtime.clone(), pre, info, origin: origin.to_string(), hash, imports, live: None })
+    }
+
+    /// The interfaces the component imports.
+    pub fn imports(&self) -> &[String] {
+        &self.imports
     }
 
     /// Where the component came from.
@@ -177,6 +196,7 @@ impl Clone for WasmPlugin {
             info: self.info.clone(),
             origin: self.origin.clone(),
             hash: self.hash.clone(),
+            imports: self.imports.clone(),
             live: None,
         }
     }
