@@ -62,6 +62,9 @@ enum Command {
         /// Pace cycles in real time (--period seconds apart) and keep running until --cycles.
         #[arg(long)]
         realtime: bool,
+        /// Roll a newly promoted plugin version back after it faults this many cycles in a row.
+        #[arg(long, default_value_t = 3)]
+        rollback_after: u32,
         /// Stop after this many cycles.
         #[arg(long, default_value_t = 50)]
         cycles: usize,
@@ -110,6 +113,7 @@ struct Run {
     watch: bool,
     admin: Option<String>,
     realtime: bool,
+    rollback_after: u32,
     options: Options,
     output: Output,
 }
@@ -120,7 +124,8 @@ fn read_config(path: &Path) -> Result<SchedulerConfig> {
 }
 
 fn simulate(run: Run) -> Result<()> {
-    let Run { files, config, plugins_dir, plugins, shadows, watch, admin, realtime, options, output } = run;
+    let Run { files, config, plugins_dir, plugins, shadows, watch, admin, realtime, rollback_after, options, output } =
+        run;
     let config_path = config;
     let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
     let config = match &config_path {
@@ -152,6 +157,7 @@ fn simulate(run: Run) -> Result<()> {
         library.load_file(p)?;
     }
     let mut scheduler = Scheduler::new(config, &library);
+    scheduler.rollback_after = rollback_after.max(1);
     for s in &shadows {
         let bytes = std::fs::read(s).map_err(|e| anyhow!("{}: {e}", s.display()))?;
         scheduler.set_shadow(&bytes, &s.display().to_string())?;
@@ -324,6 +330,7 @@ fn main() -> ExitCode {
             watch,
             admin,
             realtime,
+            rollback_after,
             cycles,
             period,
             output,
@@ -336,6 +343,7 @@ fn main() -> ExitCode {
             watch,
             admin,
             realtime,
+            rollback_after,
             options: Options { max_cycles: cycles, period },
             output,
         })

@@ -111,6 +111,17 @@ fn wrong_contract_version_is_refused() {
     assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.1.0"), "{e}");
 }
 
+/// A component importing more than the contract, clocks, randomness and
+/// stdio (here the filesystem) is refused at load, naming the import.
+#[test]
+fn forbidden_imports_are_refused() {
+    let runtime = Runtime::new(Sandbox::default()).unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("hostile/wrong-imports.wasm")).unwrap();
+    let e = WasmPlugin::load(&runtime, &bytes, "snoop.wasm").err().unwrap().to_string();
+    assert!(e.starts_with("snoop.wasm: imports wasi:filesystem/"), "{e}");
+    assert!(e.contains("which tephra does not offer to plugins"), "{e}");
+}
+
 #[test]
 fn broken_components_are_refused_with_their_origin() {
     let runtime = Runtime::new(Sandbox::default()).unwrap();

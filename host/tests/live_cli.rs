@@ -173,3 +173,45 @@ fn admin_serves_health_metrics_plugins_and_promotes() {
     child.kill().unwrap();
     let _ = child.wait();
 }
+
+#[test]
+fn watched_config_edits_apply_between_cycles_and_bad_edits_are_refused() {
+    let dir = tmpdir("config");
+    let config = dir.join("scheduler.yaml");
+    let with = |plugin: &str| {
+        format!("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: predicates\n  - name: {plugin}\n")
+    };
+    std::fs::write(&config, with("prefer")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .current_dir(repo())
+        .args(["simulate", "examples/shadow/cluster.yaml", "--watch", "--period", "0.4", "--cycles", "12", "--config"])
+        .arg(&config)
+        .arg("--plugin")
+        .arg(swap_fixture("last"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    for l in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let l = l.unwrap();
+        if l.starts_with("── cycle 3") {
+            std::fs::write(&config, "actions: \"enqueue, teleport\"\n").unwrap();
+        }
+        if l.starts_with("── cycle 6") {
+            std::fs::write(&config, with("binpack")).unwrap();
+        }
+        seen.push_str(&l);
+        seen.push('\n');
+    }
+    assert!(child.wait().unwrap().success());
+    let refused = seen.find("kept the previous config").unwrap_or_else(|| panic!("{seen}"));
+    assert!(seen[refused..].contains("unknown action \"teleport\""), "{seen}");
+    let reloaded = seen.find("plugins    reloaded").unwrap_or_else(|| panic!("{seen}"));
+    assert!(refused < reloaded, "{seen}");
+    // Scheduling went on through both edits; prefer (last) decided before the reload.
+    let before: Vec<&str> = seen[..reloaded].lines().filter(|l| l.contains("bind       ")).collect();
+    assert!(!before.is_empty() && before.iter().all(|l| l.ends_with("→ rack-b")), "{seen}");
+    assert!(seen[reloaded..].contains("bind       "), "{seen}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
