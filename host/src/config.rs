@@ -206,6 +206,16 @@ impl SchedulerConfig {
         Ok(conf)
     }
 
+    /// `percentageNodesToFind` of the allocate action's arguments (Volcano's
+    /// `--percentage-nodes-to-find`): 0 adaptive, 100 exact search.
+    pub fn nodes_percentage(&self) -> u32 {
+        self.action_args
+            .get("allocate")
+            .and_then(|a| a.get("percentageNodesToFind"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// All configured plugin names in tier order.
     pub fn plugin_names(&self) -> impl Iterator<Item = &str> {
         self.tiers.iter().flatten().map(|p| p.name.as_str())

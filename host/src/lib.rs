@@ -23,6 +23,7 @@ pub mod scheduler;
 pub mod session;
 pub mod simulate;
 pub mod statement;
+pub mod synthetic;
 pub mod validate;
 pub mod wasm;
 

@@ -351,6 +351,7 @@ impl Scheduler {
         let mut ssn = Session::open(cluster, policies, overrides, now_ms, seed);
         ssn.actions = actions.clone();
         ssn.action_args = self.config.action_args.clone();
+        ssn.nodes_percentage = self.config.nodes_percentage();
         for name in &actions {
             if let Some(action) = actions::by_name(name) {
                 action(&mut ssn);
@@ -386,6 +387,7 @@ impl Scheduler {
         self.last_snapshot = Some((ssn.snap.clone(), ssn.names.clone()));
         ssn.actions = self.config.actions.clone();
         ssn.action_args = self.config.action_args.clone();
+        ssn.nodes_percentage = self.config.nodes_percentage();
         f(&mut ssn);
         let (outcome, mut policies) = ssn.close();
         for (name, calls, secs) in policies.take_call_stats() {

@@ -130,6 +130,10 @@ pub struct Session {
     pub action_args: BTreeMap<String, BTreeMap<String, String>>,
     /// Random source for node-score ties (seeded: runs are reproducible).
     pub rng: u64,
+    /// Volcano's `percentage-nodes-to-find` (0: adaptive; 100: exact search).
+    pub nodes_percentage: u32,
+    /// Where the next feasible-node search starts (rotates, as in Volcano).
+    pub scan_start: usize,
 }
 
 struct Interner {
@@ -388,6 +392,8 @@ impl Session {
             actions: Vec::new(),
             action_args: BTreeMap::new(),
             rng: seed | 1,
+            nodes_percentage: 0,
+            scan_start: 0,
         };
         for t in 0..s.tasks() as u32 {
             s.count(t, s.snap.task_status[t as usize], 1);
@@ -429,6 +435,21 @@ impl Session {
         resource::add_scaled(&mut r, &self.snap.node_pipelined[range], -1.0);
         r
     }
+    /// The first dimension where `req` does not fit node `n`'s idle room
+    /// (or, with `future`, its FutureIdle), with Volcano's tolerance. No
+    /// allocation: this runs for every node of every task.
+    pub fn short(&self, req: &[f64], n: u32, future: bool) -> Option<usize> {
+        let base = n as usize * self.d;
+        (0..self.d).find(|&k| {
+            let i = base + k;
+            let mut room = self.snap.node_allocatable[i] - self.snap.node_used[i];
+            if future {
+                room += self.snap.node_releasing[i] - self.snap.node_pipelined[i];
+            }
+            !(req[k] < room || (req[k] - room).abs() < resource::EPSILON)
+        })
+    }
+
     pub fn task_status(&self, t: u32) -> TaskStatus {
         self.snap.task_status[t as usize]
     }

@@ -10,7 +10,6 @@ mod shuffle;
 mod victims;
 
 use crate::plugin::Call;
-use crate::resource;
 use crate::session::{FitErrors, Session};
 use crate::wasm::contract::ExtensionPoint as P;
 use std::cmp::Ordering;
@@ -113,28 +112,45 @@ pub fn pop_first(ssn: &mut Session, kind: Kind, set: &mut Vec<u32>) -> Option<u3
 
 /// Nodes where `task` fits: resources against FutureIdle (when
 /// `check_resources`) and every plugin predicate. Failures are recorded.
+///
+/// Like Volcano, the search stops once it has found `nodes_to_find` feasible
+/// nodes, starting where the previous search stopped.
 pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Vec<u32> {
-    let mut errors = FitErrors { nodes: ssn.nodes(), ..Default::default() };
+    let n = ssn.nodes();
+    let mut errors = FitErrors { nodes: n, ..Default::default() };
     let req = ssn.req(task).to_vec();
-    let mut fits = Vec::with_capacity(ssn.nodes());
-    for n in 0..ssn.nodes() as u32 {
-        if check_resources {
-            if let Some(d) = resource::first_exceeding(&req, &ssn.future_idle(n)) {
-                let msg = format!("Insufficient {}", ssn.snap.dims[d]);
-                *errors.counts.entry(("resources".into(), msg)).or_default() += 1;
-                continue;
+    let want = nodes_to_find(n, ssn.nodes_percentage);
+    let start = ssn.scan_start;
+    let mut out = Vec::new();
+    let mut scanned = 0;
+    while scanned < n && out.len() < want {
+        // The next batch of nodes with room, asked of the plugins in one call.
+        let mut batch = Vec::new();
+        while scanned < n && batch.len() < want - out.len() {
+            let node = ((start + scanned) % n) as u32;
+            scanned += 1;
+            if check_resources {
+                if let Some(d) = ssn.short(&req, node, true) {
+                    let msg = format!("Insufficient {}", ssn.snap.dims[d]);
+                    *errors.counts.entry(("resources".into(), msg)).or_default() += 1;
+                    continue;
+                }
+            }
+            batch.push(node);
+        }
+        if batch.is_empty() {
+            break;
+        }
+        let verdicts = ssn.policies.predicate(&ssn.events, task, &batch);
+        for (node, v) in batch.into_iter().zip(verdicts) {
+            match v {
+                None => out.push(node),
+                Some(r) => *errors.counts.entry((r.plugin, r.message)).or_default() += 1,
             }
         }
-        fits.push(n);
     }
-    let verdicts = if fits.is_empty() { Vec::new() } else { ssn.policies.predicate(&ssn.events, task, &fits) };
-    let mut out = Vec::with_capacity(fits.len());
-    for (n, v) in fits.into_iter().zip(verdicts) {
-        match v {
-            None => out.push(n),
-            Some(r) => *errors.counts.entry((r.plugin, r.message)).or_default() += 1,
-        }
-    }
+    ssn.scan_start = (start + scanned) % n.max(1);
+    out.sort_unstable();
     if out.is_empty() {
         ssn.fit_errors.insert(task, errors);
     } else {
@@ -143,11 +159,22 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
     out
 }
 
+/// Volcano's `numNodesToFind`: every node up to 100; above, `percentage`%
+/// (0: adaptive, `max(5, 50 − n/125)`), never fewer than 100.
+pub fn nodes_to_find(n: usize, percentage: u32) -> usize {
+    const MIN_FEASIBLE: usize = 100;
+    if n <= MIN_FEASIBLE {
+        return n;
+    }
+    let p = if percentage == 0 { (50 - n as i64 / 125).max(5) as usize } else { percentage.min(100) as usize };
+    (n * p / 100).clamp(MIN_FEASIBLE, n)
+}
+
 /// Volcano's node choice: nodes with room now before nodes with room once
 /// releasing pods are gone; then the highest summed score, ties at random.
 pub fn best_node(ssn: &mut Session, task: u32, nodes: &[u32]) -> Option<u32> {
     let req = ssn.req(task).to_vec();
-    let now: Vec<u32> = nodes.iter().copied().filter(|&n| resource::less_equal(&req, &ssn.idle(n))).collect();
+    let now: Vec<u32> = nodes.iter().copied().filter(|&n| ssn.short(&req, n, false).is_none()).collect();
     let gradient = if now.is_empty() { nodes.to_vec() } else { now };
     match gradient.len() {
         0 => None,
@@ -185,4 +212,20 @@ pub fn job_ready(ssn: &mut Session, job: u32) -> bool {
 /// JobPipelined: tier vote.
 pub fn job_pipelined(ssn: &mut Session, job: u32) -> bool {
     ssn.policies.vote(&ssn.events, Call::JobPipelined(job))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nodes_to_find;
+
+    #[test]
+    fn volcano_node_sampling() {
+        assert_eq!(nodes_to_find(50, 0), 50);
+        assert_eq!(nodes_to_find(100, 0), 100);
+        assert_eq!(nodes_to_find(1000, 0), 420); // 50 − 8 = 42%
+        assert_eq!(nodes_to_find(5000, 0), 500); // 50 − 40 = 10%
+        assert_eq!(nodes_to_find(10_000, 0), 500); // max(5, −30) = 5%
+        assert_eq!(nodes_to_find(150, 0), 100); // never fewer than 100
+        assert_eq!(nodes_to_find(5000, 100), 5000); // exact search
+    }
 }

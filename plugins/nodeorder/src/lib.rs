@@ -30,8 +30,8 @@ pub struct NodeOrder {
 /// Mean of `score` over the dimensions with capacity (kube-scheduler skips
 /// zero-allocatable resources); `dims` holds (requested, allocatable).
 fn mean(dims: &[(i64, i64)], score: fn(i64, i64) -> i64) -> i64 {
-    let scores: Vec<i64> = dims.iter().filter(|d| d.1 != 0).map(|&(r, a)| score(r, a)).collect();
-    scores.iter().sum::<i64>().checked_div(scores.len() as i64).unwrap_or(0)
+    let (sum, n) = dims.iter().filter(|d| d.1 != 0).fold((0, 0), |(s, n), &(r, a)| (s + score(r, a), n + 1));
+    sum.checked_div(n).unwrap_or(0)
 }
 
 fn least_requested(requested: i64, capacity: i64) -> i64 {
@@ -46,9 +46,16 @@ fn most_requested(requested: i64, capacity: i64) -> i64 {
     requested.min(capacity) * MAX_SCORE / capacity
 }
 
-/// `(1 − std) × 100` of the fractions, each capped at 1.
+/// `(1 − std) × 100` of the fractions, each capped at 1 (at most 3 dims;
+/// no allocation: this runs for every node of every task).
 fn balanced(dims: &[(i64, i64)]) -> i64 {
-    let f: Vec<f64> = dims.iter().filter(|d| d.1 != 0).map(|&(r, a)| (r as f64 / a as f64).min(1.0)).collect();
+    let mut buf = [0.0; 3];
+    let mut n = 0;
+    for &(r, a) in dims.iter().filter(|d| d.1 != 0).take(3) {
+        buf[n] = (r as f64 / a as f64).min(1.0);
+        n += 1;
+    }
+    let f = &buf[..n];
     let std = match f.len() {
         0 | 1 => 0.0,
         2 => ((f[0] - f[1]) / 2.0).abs(),
@@ -89,9 +96,8 @@ impl Policy for NodeOrder {
         // Best-effort tasks get 0; an extended resource counts only when requested.
         let gpu = self.gpu.filter(|&g| req[g].round() > 0.0);
         if self.balanced != 0.0 && (gpu.is_some() || req[CPU].round() > 0.0 || req[MEMORY].round() > 0.0) {
-            let mut dims = cpu_mem.to_vec();
-            dims.extend(gpu.map(pair));
-            score += self.balanced * balanced(&dims) as f64;
+            let dims = [cpu_mem[0], cpu_mem[1], gpu.map_or((0, 0), pair)];
+            score += self.balanced * balanced(&dims[..if gpu.is_some() { 3 } else { 2 }]) as f64;
         }
         score
     }

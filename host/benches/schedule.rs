@@ -1,0 +1,184 @@
+//! Scheduling throughput on synthetic clusters, Wasm plugins vs the same
+//! plugin crates compiled natively, through the same dispatcher, side by side
+//! in one run. Prints per workload: pods placed per second, cycle latency
+//! (p50/p99), session-open time, time per action and per plugin, peak RSS.
+//!
+//!   cargo bench -p tephra --bench schedule            # 1k nodes / 10k pending pods
+//!   TEPHRA_BENCH_ALL=1 cargo bench -p tephra --bench schedule   # + 5k/50k and 10k/100k (50k running)
+
+#[path = "support/native.rs"]
+mod native;
+
+use native::Native;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tephra::actions;
+use tephra::config::SchedulerConfig;
+use tephra::model::{Cluster, PodPhase};
+use tephra::plugin::Backend;
+use tephra::policy::{Policies, Slot};
+use tephra::scheduler::Library;
+use tephra::session::{Decision, Session};
+use tephra::synthetic::{generate, Spec};
+
+const CONFIG: &str = r#"
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodegroup
+  - name: nodeorder
+  - name: binpack
+"#;
+
+fn native_backend(name: &str) -> Box<dyn Backend> {
+    match name {
+        "priority" => Native::<plugin_priority::Priority>::boxed(),
+        "gang" => Native::<plugin_gang::Gang>::boxed(),
+        "drf" => Native::<plugin_drf::Drf>::boxed(),
+        "predicates" => Native::<plugin_predicates::Predicates>::boxed(),
+        "proportion" => Native::<plugin_proportion::Proportion>::boxed(),
+        "nodegroup" => Native::<plugin_nodegroup::NodeGroup>::boxed(),
+        "nodeorder" => Native::<plugin_nodeorder::NodeOrder>::boxed(),
+        "binpack" => Native::<plugin_binpack::Binpack>::boxed(),
+        other => panic!("no native build of {other}"),
+    }
+}
+
+fn policies(config: &SchedulerConfig, lib: Option<&Library>) -> Policies {
+    match lib {
+        Some(lib) => lib.policies(config, None).0,
+        None => Policies::new(
+            config
+                .tiers
+                .iter()
+                .map(|t| t.iter().map(|c| Slot::new(c.clone(), native_backend(&c.name))).collect())
+                .collect(),
+            config.unset_is_on,
+        ),
+    }
+}
+
+#[derive(Default)]
+struct Run {
+    cycles: Vec<Duration>,
+    opens: Vec<Duration>,
+    actions: BTreeMap<String, Duration>,
+    plugins: BTreeMap<String, f64>,
+    binds: usize,
+}
+
+fn pct(v: &[Duration], p: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort();
+    s[((s.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1e3
+}
+
+/// Cycles until nothing more is placed (at most 10), binding as a kubelet would.
+fn run(cluster: &Cluster, config: &SchedulerConfig, lib: Option<&Library>) -> Run {
+    let mut c = cluster.clone();
+    let mut pol = policies(config, lib);
+    let mut r = Run::default();
+    for cycle in 0..10 {
+        let start = Instant::now();
+        let mut ssn = Session::open(&c, pol, &Default::default(), cycle * 1000, 42 + cycle as u64);
+        r.opens.push(start.elapsed());
+        ssn.actions = config.actions.clone();
+        for a in &config.actions {
+            let t = Instant::now();
+            (actions::by_name(a).unwrap())(&mut ssn);
+            *r.actions.entry(a.clone()).or_default() += t.elapsed();
+        }
+        assert!(ssn.policies.faults.is_empty(), "{:?}", ssn.policies.faults);
+        let (out, mut p) = ssn.close();
+        r.cycles.push(start.elapsed());
+        for (name, _, secs) in p.take_call_stats() {
+            *r.plugins.entry(name).or_default() += secs;
+        }
+        pol = p;
+        let mut bound = 0;
+        for d in &out.decisions {
+            if let Decision::Bind { task, node } = d {
+                let pod = &mut c.pods[out.extra.task_pod[*task as usize]];
+                pod.node = Some(out.names.nodes[*node as usize].clone());
+                pod.phase = PodPhase::Running;
+                bound += 1;
+            }
+        }
+        r.binds += bound;
+        if bound == 0 {
+            break;
+        }
+    }
+    r
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
+        })
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let config = SchedulerConfig::parse(CONFIG, "bench config").unwrap();
+    let lib = Library::load(None).unwrap();
+    let mut workloads = vec![(
+        "1k nodes / 10k pending",
+        Spec { nodes: 1000, pending_pods: 10_000, running_pods: 0, queues: 4, node_groups: 4, seed: 1 },
+    )];
+    if std::env::var_os("TEPHRA_BENCH_ALL").is_some() {
+        workloads.push((
+            "5k nodes / 50k pending",
+            Spec { nodes: 5000, pending_pods: 50_000, running_pods: 0, queues: 8, node_groups: 8, seed: 2 },
+        ));
+        workloads.push((
+            "10k nodes / 100k pods, 50k running",
+            Spec { nodes: 10_000, pending_pods: 50_000, running_pods: 50_000, queues: 8, node_groups: 8, seed: 3 },
+        ));
+    }
+    for (name, spec) in workloads {
+        let cluster = generate(&spec);
+        println!(
+            "\n{name}: {} nodes, {} pods ({} pending), {} jobs",
+            cluster.nodes.len(),
+            cluster.pods.len(),
+            spec.pending_pods,
+            cluster.podgroups.len()
+        );
+        println!(
+            "{:<7} {:>6} {:>7} {:>10} {:>9} {:>9} {:>9}  per action (s) / per plugin (s)",
+            "plugins", "cycles", "binds", "pods/s", "p50 ms", "p99 ms", "open ms"
+        );
+        let mut totals = Vec::new();
+        for (label, l) in [("wasm", Some(&lib)), ("native", None)] {
+            let r = run(&cluster, &config, l);
+            let total: f64 = r.cycles.iter().map(Duration::as_secs_f64).sum();
+            totals.push(total);
+            let acts: Vec<String> = r.actions.iter().map(|(a, d)| format!("{a} {:.2}", d.as_secs_f64())).collect();
+            let mut plugs: Vec<(&String, &f64)> = r.plugins.iter().collect();
+            plugs.sort_by(|a, b| b.1.partial_cmp(a.1).unwrap());
+            let plugs: Vec<String> = plugs.iter().take(4).map(|(p, s)| format!("{p} {s:.2}")).collect();
+            println!(
+                "{label:<7} {:>6} {:>7} {:>10.0} {:>9.1} {:>9.1} {:>9.1}  {} / {}",
+                r.cycles.len(),
+                r.binds,
+                r.binds as f64 / total,
+                pct(&r.cycles, 0.5),
+                pct(&r.cycles, 0.99),
+                pct(&r.opens, 0.5),
+                acts.join(", "),
+                plugs.join(", ")
+            );
+        }
+        println!("wasm / native time: {:.2}x; peak RSS so far {:.0} MiB", totals[0] / totals[1], peak_rss_mib());
+    }
+}

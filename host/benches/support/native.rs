@@ -1,0 +1,184 @@
+//! Benchmark baseline only: the plugin crates compiled natively and called
+//! through the same dispatcher as their Wasm builds. The host's and the
+//! SDK's contract types are generated from the same WIT by different tools,
+//! so values are converted field by field.
+
+use std::sync::Arc;
+use tephra::plugin::{Answer, Backend, Call};
+use tephra::session::Names;
+use tephra::wasm::contract as h;
+use tephra_sdk::types as g;
+use tephra_sdk::{Policy, Runtime};
+
+trait To<T> {
+    fn to(&self) -> T;
+}
+
+macro_rules! same {
+    ($($t:ty),*) => { $(impl To<$t> for $t { fn to(&self) -> $t { self.clone() } })* };
+}
+same!(u32, i32, i64, f64, bool, u8, String);
+
+impl<A: To<B>, B> To<Vec<B>> for Vec<A> {
+    fn to(&self) -> Vec<B> {
+        self.iter().map(To::to).collect()
+    }
+}
+
+macro_rules! record {
+    ($from:ty => $into:path { $($f:ident),* }) => {
+        impl To<$into> for $from {
+            fn to(&self) -> $into { use $into as R; R { $($f: self.$f.to()),* } }
+        }
+    };
+}
+macro_rules! enumeration {
+    ($from:ident => $into:ident { $($v:ident),* }) => {
+        impl To<$into::$from> for h::$from {
+            fn to(&self) -> $into::$from { match self { $(h::$from::$v => $into::$from::$v),* } }
+        }
+    };
+}
+enumeration!(TaskStatus => g { Pending, Allocated, Pipelined, Binding, Bound, Running, Releasing, Succeeded, Failed, Unknown });
+enumeration!(JobPhase => g { Pending, Inqueue, Running, Unknown, Completed });
+enumeration!(QueueState => g { Open, Closed, Closing, Unknown });
+enumeration!(EventKind => g { Allocate, Deallocate });
+record!(h::Label => g::Label { owner, key, value });
+record!(h::Taint => g::Taint { node, key, value, effect });
+record!(h::Toleration => g::Toleration { task, key, operator, value, effect });
+record!(h::AffinityExpr => g::AffinityExpr { task, term, key, operator, values });
+record!(h::Quantity => g::Quantity { owner, dim, value });
+record!(h::RoleMin => g::RoleMin { job, role, count });
+record!(h::Event => g::Event { kind, task, node, status });
+record!(h::Snapshot => g::Snapshot {
+    dims, strings, total, now_ms, node_allocatable, node_used, node_releasing, node_pipelined, node_unschedulable,
+    node_labels, node_taints, queue_parent, queue_weight, queue_priority, queue_reclaimable, queue_state,
+    queue_capability, queue_deserved, queue_guarantee, queue_annotations, queue_affinity, job_queue,
+    job_min_available, job_has_min_resources, job_min_resources, job_min_task_member, job_priority, job_phase,
+    job_created_ms, job_annotations, task_job, task_status, task_node, task_resreq, task_priority,
+    task_preemptable, task_role, task_namespace, task_priority_class, task_created_ms, task_node_selector,
+    task_tolerations, task_affinity
+});
+
+fn vote(v: g::Vote) -> h::Vote {
+    match v {
+        g::Vote::Reject => h::Vote::Reject,
+        g::Vote::Abstain => h::Vote::Abstain,
+        g::Vote::Permit => h::Vote::Permit,
+    }
+}
+
+fn point(p: &g::ExtensionPoint) -> h::ExtensionPoint {
+    use g::ExtensionPoint as G;
+    use h::ExtensionPoint as H;
+    match p {
+        G::QueueOrder => H::QueueOrder,
+        G::JobOrder => H::JobOrder,
+        G::TaskOrder => H::TaskOrder,
+        G::VictimQueueOrder => H::VictimQueueOrder,
+        G::Predicate => H::Predicate,
+        G::NodeOrder => H::NodeOrder,
+        G::Overused => H::Overused,
+        G::Allocatable => H::Allocatable,
+        G::Preemptive => H::Preemptive,
+        G::JobValid => H::JobValid,
+        G::JobReady => H::JobReady,
+        G::JobPipelined => H::JobPipelined,
+        G::JobEnqueueable => H::JobEnqueueable,
+        G::JobEnqueued => H::JobEnqueued,
+        G::JobStarving => H::JobStarving,
+        G::Preemptable => H::Preemptable,
+        G::Reclaimable => H::Reclaimable,
+        G::VictimTasks => H::VictimTasks,
+        G::TargetJob => H::TargetJob,
+        G::ReservedNodes => H::ReservedNodes,
+        G::QueueStatus => H::QueueStatus,
+        G::Events => H::Events,
+    }
+}
+
+/// A plugin crate running natively.
+pub struct Native<P: Policy + Send> {
+    rt: Runtime<P>,
+    info: h::PluginInfo,
+}
+
+impl<P: Policy + Send + 'static> Native<P> {
+    pub fn boxed() -> Box<dyn Backend> {
+        let i = Runtime::<P>::info();
+        let info = h::PluginInfo {
+            name: i.name,
+            version: i.version,
+            contract: i.contract,
+            points: i.points.iter().map(point).collect(),
+        };
+        Box::new(Native::<P> { rt: Runtime::default(), info })
+    }
+}
+
+impl<P: Policy + Send> Backend for Native<P> {
+    fn info(&self) -> &h::PluginInfo {
+        &self.info
+    }
+    fn origin(&self) -> &str {
+        "native"
+    }
+    fn open_session(&mut self, snap: &h::Snapshot, _: &Arc<Names>, args: &[(String, String)]) -> Result<(), String> {
+        self.rt.open_session(snap.to(), args.to_vec())
+    }
+    fn close_session(&mut self) -> Result<(), String> {
+        self.rt.close_session();
+        Ok(())
+    }
+    fn on_events(&mut self, events: &[h::Event]) -> Result<(), String> {
+        let e: Vec<g::Event> = events.iter().map(To::to).collect();
+        self.rt.on_events(&e);
+        Ok(())
+    }
+    fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
+        let rt = &mut self.rt;
+        Ok(match call {
+            Call::QueueOrder(ids) => Answer::Keys(rt.queue_order(ids)),
+            Call::JobOrder(ids) => Answer::Keys(rt.job_order(ids)),
+            Call::TaskOrder(ids) => Answer::Keys(rt.task_order(ids)),
+            Call::VictimQueueOrder(ids, q) => Answer::Keys(rt.victim_queue_order(ids, q)),
+            Call::Predicate(t, nodes) => {
+                let f = rt.predicate(t, nodes);
+                let reasons = f
+                    .reasons
+                    .into_iter()
+                    .map(|r| h::Reason { message: r.message, unresolvable: r.unresolvable })
+                    .collect();
+                Answer::Fit(h::Fit { codes: f.codes, reasons })
+            }
+            Call::NodeOrder(t, nodes) => Answer::Keys(rt.node_order(t, nodes)),
+            Call::Overused(q) => Answer::Bool(rt.overused(q)),
+            Call::Allocatable(q, t) => Answer::Bool(rt.allocatable(q, t)),
+            Call::Preemptive(q, t) => Answer::Bool(rt.preemptive(q, t)),
+            Call::JobValid(j) => Answer::Invalid(rt.job_valid(j)),
+            Call::JobReady(j) => Answer::Bool(rt.job_ready(j)),
+            Call::JobPipelined(j) => Answer::Vote(vote(rt.job_pipelined(j))),
+            Call::JobEnqueueable(j) => Answer::Vote(vote(rt.job_enqueueable(j))),
+            Call::JobEnqueued(j) => {
+                rt.job_enqueued(j);
+                Answer::Unit
+            }
+            Call::JobStarving(j) => Answer::Bool(rt.job_starving(j)),
+            Call::Preemptable(t, c) => {
+                let v = rt.preemptable(t, c);
+                Answer::Victims(h::Victims { tasks: v.tasks, vote: vote(v.vote) })
+            }
+            Call::Reclaimable(t, c) => {
+                let v = rt.reclaimable(t, c);
+                Answer::Victims(h::Victims { tasks: v.tasks, vote: vote(v.vote) })
+            }
+            Call::VictimTasks(c) => Answer::Ids(rt.victim_tasks(c)),
+            Call::TargetJob(jobs) => Answer::Id(rt.target_job(jobs)),
+            Call::ReservedNodes => Answer::Ids(rt.reserved_nodes()),
+            Call::QueueStatus(q) => {
+                let f = rt.queue_status(q);
+                Answer::QueueStatus(h::QueueFigures { deserved: f.deserved, share: f.share })
+            }
+        })
+    }
+}
