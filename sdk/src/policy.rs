@@ -5,22 +5,25 @@
 use crate::args::Args;
 use crate::session::Session;
 use crate::types::{Event, ExtensionPoint, TaskStatus, Vote};
+use std::sync::Arc;
 
-/// Why a task does not fit a node.
+/// Why a task does not fit a node. The message is shared (`Arc<str>`): a
+/// policy can build its reasons once per session and hand out clones, so
+/// rejecting thousands of nodes allocates nothing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unfit {
-    pub message: String,
+    pub message: Arc<str>,
     /// Evicting pods from the node cannot make it fit.
     pub unresolvable: bool,
 }
 
 impl Unfit {
     /// A failure that evictions could resolve.
-    pub fn new(message: impl Into<String>) -> Self {
+    pub fn new(message: impl Into<Arc<str>>) -> Self {
         Unfit { message: message.into(), unresolvable: false }
     }
     /// A failure that evictions cannot resolve (preempt/reclaim skip the node).
-    pub fn unresolvable(message: impl Into<String>) -> Self {
+    pub fn unresolvable(message: impl Into<Arc<str>>) -> Self {
         Unfit { message: message.into(), unresolvable: true }
     }
 }

@@ -2,7 +2,7 @@
 //! session view, applies events, and shapes batched answers.
 
 use crate::args::Args;
-use crate::policy::Policy;
+use crate::policy::{Policy, Unfit};
 use crate::session::Session;
 use crate::types::{Event, Fit, PluginInfo, QueueFigures, Reason, Snapshot, Victims, Vote};
 
@@ -77,27 +77,28 @@ impl<P: Policy> Runtime<P> {
     }
 
     pub fn predicate(&mut self, task: u32, nodes: &[u32]) -> Fit {
-        let mut fit = Fit { codes: vec![0; nodes.len()], reasons: Vec::new() };
+        let mut codes = vec![0u8; nodes.len()];
+        // Distinct reasons; shared messages compare by pointer first.
+        let mut seen: Vec<Unfit> = Vec::new();
         let p = &mut self.plugin;
-        with_session!(self, fit, |s| {
-            for (code, &n) in fit.codes.iter_mut().zip(nodes) {
+        if let Some(s) = self.session.as_ref() {
+            for (code, &n) in codes.iter_mut().zip(nodes) {
                 if let Err(u) = p.predicate(s, task, n) {
-                    let k = match fit
-                        .reasons
-                        .iter()
-                        .position(|r| r.message == u.message && r.unresolvable == u.unresolvable)
-                    {
-                        Some(k) => k,
-                        None => {
-                            fit.reasons.push(Reason { message: u.message, unresolvable: u.unresolvable });
-                            fit.reasons.len() - 1
-                        }
+                    let same = |r: &Unfit| {
+                        r.unresolvable == u.unresolvable
+                            && (std::sync::Arc::ptr_eq(&r.message, &u.message) || r.message == u.message)
                     };
+                    let k = seen.iter().position(same).unwrap_or_else(|| {
+                        seen.push(u);
+                        seen.len() - 1
+                    });
                     *code = (k + 1).min(255) as u8;
                 }
             }
-            fit
-        })
+        }
+        let reasons =
+            seen.into_iter().map(|u| Reason { message: u.message.to_string(), unresolvable: u.unresolvable }).collect();
+        Fit { codes, reasons }
     }
 
     pub fn node_order(&mut self, task: u32, nodes: &[u32]) -> Vec<f64> {

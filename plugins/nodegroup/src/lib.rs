@@ -38,6 +38,7 @@ mod limits;
 mod tests;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tephra_sdk::bindings::tephra::scheduler::host::Kind;
 use tephra_sdk::resource::EPSILON;
@@ -165,6 +166,41 @@ pub struct NodeGroup {
     /// Per task: the group its request is counted in, or `NONE`. Empty
     /// when no queue has limits (nothing to count).
     charged: Vec<u32>,
+    /// Rejection messages built once per session (predicates run for every
+    /// node of every task).
+    reasons: Reasons,
+}
+
+#[derive(Default)]
+struct Reasons {
+    no_label_strict: Option<Arc<str>>,
+    no_label_affinity: Option<Arc<str>>,
+    /// Per group: (queue has no affinity, group not listed, group anti-required).
+    per_group: Vec<[Arc<str>; 3]>,
+}
+
+impl Reasons {
+    fn new(groups: &[String]) -> Self {
+        Reasons {
+            no_label_strict: Some(
+                format!("node has no {GROUP_LABEL} label (strict mode admits only nodes of a node group)").into(),
+            ),
+            no_label_affinity: Some(
+                format!("node has no {GROUP_LABEL} label and the queue has a node-group affinity").into(),
+            ),
+            per_group: groups
+                .iter()
+                .map(|group| {
+                    [
+                        format!("node is in nodegroup \"{group}\" but the queue has no node-group affinity").into(),
+                        format!("nodegroup \"{group}\" is not among the queue's required or preferred node groups")
+                            .into(),
+                        format!("nodegroup \"{group}\" is in the queue's required anti-affinity").into(),
+                    ]
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A boolean argument; an unreadable value keeps the default, as Volcano's
@@ -434,6 +470,7 @@ impl Policy for NodeGroup {
         self.preferred_order = flag(args, "enablePreferredOrder", false);
         self.hierarchy = flag(args, "enableHierarchy", false);
         self.index_groups(s);
+        self.reasons = Reasons::new(&self.groups);
         self.resolve_affinities(s);
         self.parse_limits(s);
         self.count_existing(s);
@@ -463,34 +500,23 @@ impl Policy for NodeGroup {
         let affinity = queue.and_then(|q| q.affinity).map(|a| &self.affinities[a]);
         let g = self.node_group.get(node as usize).copied().unwrap_or(NONE);
         if g == NONE {
+            let cached =
+                |m: &Option<Arc<str>>| Unfit::unresolvable(m.clone().unwrap_or_else(|| "unlabelled node".into()));
             return match (self.strict, affinity) {
                 (false, None) => Ok(()),
-                (true, _) => Err(Unfit::unresolvable(format!(
-                    "node has no {GROUP_LABEL} label (strict mode admits only nodes of a node group)"
-                ))),
-                (false, Some(_)) => Err(Unfit::unresolvable(format!(
-                    "node has no {GROUP_LABEL} label and the queue has a node-group affinity"
-                ))),
+                (true, _) => Err(cached(&self.reasons.no_label_strict)),
+                (false, Some(_)) => Err(cached(&self.reasons.no_label_affinity)),
             };
         }
         let group = self.group_name(g);
+        let reason = |k: usize| Unfit::unresolvable(self.reasons.per_group[g as usize][k].clone());
         let Some(affinity) = affinity else {
-            return Err(Unfit::unresolvable(format!(
-                "node is in nodegroup \"{group}\" but the queue has no node-group affinity"
-            )));
+            return Err(reason(0));
         };
         match affinity.verdict[g as usize] {
             Verdict::Allowed => {}
-            Verdict::NotListed => {
-                return Err(Unfit::unresolvable(format!(
-                    "nodegroup \"{group}\" is not among the queue's required or preferred node groups"
-                )))
-            }
-            Verdict::AntiRequired => {
-                return Err(Unfit::unresolvable(format!(
-                    "nodegroup \"{group}\" is in the queue's required anti-affinity"
-                )))
-            }
+            Verdict::NotListed => return Err(reason(1)),
+            Verdict::AntiRequired => return Err(reason(2)),
         }
         if let Some(over) = queue.and_then(|queue| self.over_limit(s, queue, task, g)) {
             return Err(Unfit::unresolvable(format!(
