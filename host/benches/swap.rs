@@ -6,38 +6,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tephra::config::{PluginConf, SchedulerConfig};
-use tephra::model::{Cluster, Node, Phase, Pod, PodGroup, Queue};
+use tephra::model::Cluster;
 use tephra::scheduler::{Library, Scheduler};
 use tephra::wasm::builtin::FIXTURES_DIR;
 use tephra::wasm::Sandbox;
 
 fn cluster(nodes: usize) -> Cluster {
-    let mut c = Cluster::default();
-    for i in 0..nodes {
-        c.nodes.push(Node {
-            name: format!("n{i}"),
-            allocatable: [("cpu".into(), 32000.0), ("memory".into(), 64e9), ("pods".into(), 110.0)].into(),
-            ..Default::default()
-        });
-    }
-    c.queues.push(Queue { name: "q".into(), weight: 1.0, reclaimable: true, ..Default::default() });
-    c.podgroups.push(PodGroup {
-        namespace: "ns".into(),
-        name: "g".into(),
-        queue: "q".into(),
-        min_member: 1,
-        phase: Phase::Inqueue,
-        ..Default::default()
-    });
-    c.pods.push(Pod {
-        namespace: "ns".into(),
-        name: "p".into(),
-        group: Some("g".into()),
-        requests: [("cpu".into(), 1000.0)].into(),
-        preemptable: true,
-        ..Default::default()
-    });
-    c
+    tephra::synthetic::small(nodes, 32000.0, 1, 1000.0, 1)
 }
 
 fn scheduler(sandbox: Sandbox) -> Scheduler {

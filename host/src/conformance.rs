@@ -24,7 +24,7 @@ pub enum Verdict {
 
 /// One scenario's name and verdict.
 #[derive(Clone, Debug)]
-pub struct Outcome1 {
+pub struct ScenarioResult {
     pub name: String,
     pub verdict: Verdict,
 }
@@ -412,7 +412,7 @@ fn skip_reason(s: &Value, lib: &Library) -> Option<String> {
 }
 
 /// Runs one scenario.
-pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> Outcome1 {
+pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> ScenarioResult {
     let name = s.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
     let verdict = match skip_reason(s, lib) {
         Some(why) => Verdict::Skip(why),
@@ -422,7 +422,7 @@ pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> Outcome1 {
             Err(e) => Verdict::Fail(format!("error: {e}")),
         },
     };
-    Outcome1 { name, verdict }
+    ScenarioResult { name, verdict }
 }
 
 fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
@@ -779,7 +779,7 @@ fn eventually_checks(
 }
 
 /// Runs every scenario of a file.
-pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<Outcome1>> {
+pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<ScenarioResult>> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let doc: Value = serde_yaml::from_str(&text).map_err(|e| anyhow!("{}: not valid YAML: {e}", path.display()))?;
     let scenarios = doc

@@ -114,6 +114,45 @@ pub fn generate(spec: &Spec) -> Cluster {
     c
 }
 
+/// A tiny cluster for tests: nodes `n1..` with `node_cpu` millicores, queue
+/// `q`, and one Inqueue PodGroup `ns/g` (gang size `min`) of pending pods
+/// `ns/p-0..` requesting `pod_cpu` millicores each.
+pub fn small(nodes: usize, node_cpu: f64, pods: usize, pod_cpu: f64, min: u32) -> Cluster {
+    let mut c = Cluster::default();
+    for i in 1..=nodes {
+        c.nodes.push(Node {
+            name: format!("n{i}"),
+            allocatable: [
+                ("cpu".into(), node_cpu),
+                ("memory".into(), node_cpu / 1000.0 * 2.0 * GIB),
+                ("pods".into(), 110.0),
+            ]
+            .into(),
+            ..Default::default()
+        });
+    }
+    c.queues.push(Queue { name: "q".into(), weight: 1.0, reclaimable: true, ..Default::default() });
+    c.podgroups.push(PodGroup {
+        namespace: "ns".into(),
+        name: "g".into(),
+        queue: "q".into(),
+        min_member: min,
+        phase: Phase::Inqueue,
+        ..Default::default()
+    });
+    for i in 0..pods {
+        c.pods.push(Pod {
+            namespace: "ns".into(),
+            name: format!("p-{i}"),
+            group: Some("g".into()),
+            requests: [("cpu".into(), pod_cpu)].into(),
+            preemptable: true,
+            ..Default::default()
+        });
+    }
+    c
+}
+
 /// Binds the running pods first-fit (the existing load).
 fn place_first_fit(c: &mut Cluster) {
     let mut free: Vec<BTreeMap<String, f64>> = c.nodes.iter().map(|n| n.allocatable.clone()).collect();

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 use tephra::config::{PluginConf, SchedulerConfig};
-use tephra::model::{Cluster, Node, Phase, Pod, PodGroup, Queue};
+use tephra::model::Cluster;
 use tephra::plugin::Backend;
 use tephra::scheduler::{Library, Scheduler};
 use tephra::session::Decision;
@@ -12,34 +12,7 @@ use tephra::wasm::builtin::FIXTURES_DIR;
 use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
 
 fn cluster() -> Cluster {
-    let mut c = Cluster::default();
-    for n in ["n1", "n2"] {
-        c.nodes.push(Node {
-            name: n.into(),
-            allocatable: [("cpu".into(), 2000.0), ("memory".into(), 4e9), ("pods".into(), 10.0)].into(),
-            ..Default::default()
-        });
-    }
-    c.queues.push(Queue { name: "q".into(), weight: 1.0, reclaimable: true, ..Default::default() });
-    c.podgroups.push(PodGroup {
-        namespace: "ns".into(),
-        name: "g".into(),
-        queue: "q".into(),
-        min_member: 2,
-        phase: Phase::Inqueue,
-        ..Default::default()
-    });
-    for i in 0..2 {
-        c.pods.push(Pod {
-            namespace: "ns".into(),
-            name: format!("g-w-{i}"),
-            group: Some("g".into()),
-            requests: [("cpu".into(), 1500.0)].into(),
-            preemptable: true,
-            ..Default::default()
-        });
-    }
-    c
+    tephra::synthetic::small(2, 2000.0, 2, 1500.0, 2)
 }
 
 fn config(mode: &str) -> SchedulerConfig {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use tephra::config::{PluginConf, SchedulerConfig};
-use tephra::model::{Cluster, Node, Phase, Pod, PodGroup, Queue};
+use tephra::model::Cluster;
 use tephra::scheduler::{Library, Scheduler};
 use tephra::session::{Decision, Outcome};
 use tephra::wasm::builtin::FIXTURES_DIR;
@@ -14,32 +14,7 @@ fn version(v: &str) -> Vec<u8> {
 }
 
 fn cluster() -> Cluster {
-    let mut c = Cluster::default();
-    for n in ["n1", "n2"] {
-        c.nodes.push(Node {
-            name: n.into(),
-            allocatable: [("cpu".into(), 4000.0), ("memory".into(), 8e9), ("pods".into(), 10.0)].into(),
-            ..Default::default()
-        });
-    }
-    c.queues.push(Queue { name: "q".into(), weight: 1.0, reclaimable: true, ..Default::default() });
-    c.podgroups.push(PodGroup {
-        namespace: "ns".into(),
-        name: "g".into(),
-        queue: "q".into(),
-        min_member: 1,
-        phase: Phase::Inqueue,
-        ..Default::default()
-    });
-    c.pods.push(Pod {
-        namespace: "ns".into(),
-        name: "p".into(),
-        group: Some("g".into()),
-        requests: [("cpu".into(), 1000.0)].into(),
-        preemptable: true,
-        ..Default::default()
-    });
-    c
+    tephra::synthetic::small(2, 4000.0, 1, 1000.0, 1)
 }
 
 fn scheduler() -> Scheduler {
@@ -138,8 +113,8 @@ fn a_shadow_is_compared_not_applied_then_promoted() {
     assert_eq!(out.shadow_diffs.len(), 1);
     let d = &out.shadow_diffs[0];
     assert_eq!(d.plugin, "prefer");
-    assert_eq!(d.binds_live_only, ["ns/p → n1"]);
-    assert_eq!(d.binds_shadow_only, ["ns/p → n2"]);
+    assert_eq!(d.binds_live_only, ["ns/p-0 → n1"]);
+    assert_eq!(d.binds_shadow_only, ["ns/p-0 → n2"]);
     assert_eq!(s.stats.shadow_diffs, 2);
     s.promote_shadow("prefer").unwrap();
     let out = s.cycle(&c, &Default::default(), 1000);
