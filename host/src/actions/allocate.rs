@@ -2,7 +2,7 @@
 //! statement commits only once the job is ready (gang), stays applied but
 //! uncommitted when merely pipelined, and is discarded otherwise (§7.2).
 
-use super::{best_node, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Kind};
+use super::{best_node, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
 use crate::plugin::Call;
 use crate::resource;
 use crate::session::{Session, NONE};
@@ -15,7 +15,7 @@ pub fn execute(ssn: &mut Session) {
     let cache_errors =
         ssn.action_args.get("allocate").and_then(|a| a.get("predicateErrorCacheEnable")).is_none_or(|v| v != "false");
     let mut queues = Vec::new();
-    let mut jobs_by_queue: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut listed: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let mut worksheet: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
     for j in 0..ssn.jobs() as u32 {
         if ssn.job_is_pending(j) {
@@ -42,19 +42,24 @@ pub fn execute(ssn: &mut Session) {
         if !queues.contains(&q) {
             queues.push(q);
         }
-        jobs_by_queue.entry(q).or_default().push(j);
+        listed.entry(q).or_default().push(j);
+    }
+    let mut jobs_by_queue: BTreeMap<u32, Keyed> = BTreeMap::new();
+    for (q, jobs) in listed {
+        jobs_by_queue.entry(q).or_default().push(ssn, Kind::Job, &jobs);
     }
 
     let mut failed_roles: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
-            for &j in jobs_by_queue.get(&q).into_iter().flatten() {
+            let mut left = jobs_by_queue.remove(&q).unwrap_or_default();
+            while let Some(j) = left.pop(ssn, Kind::Job) {
                 ssn.note_job(j, format!("queue {} is overused", ssn.names.queues[q as usize]));
             }
             continue;
         }
         let mut list = jobs_by_queue.remove(&q).unwrap_or_default();
-        let Some(job) = pop_first(ssn, Kind::Job, &mut list) else { continue };
+        let Some(job) = list.pop(ssn, Kind::Job) else { continue };
         jobs_by_queue.insert(q, list);
         let mut tasks = worksheet.remove(&job).unwrap_or_default();
         let roles = failed_roles.entry(job).or_default();
@@ -66,7 +71,7 @@ pub fn execute(ssn: &mut Session) {
                 stmt.commit(ssn);
                 if !tasks.is_empty() {
                     worksheet.insert(job, tasks);
-                    jobs_by_queue.entry(q).or_default().push(job);
+                    jobs_by_queue.entry(q).or_default().push(ssn, Kind::Job, &[job]);
                 }
             }
             // Pipelined only: the statement stays applied, uncommitted, for the

@@ -110,6 +110,45 @@ pub fn pop_first(ssn: &mut Session, kind: Kind, set: &mut Vec<u32>) -> Option<u3
     Some(first)
 }
 
+/// Ids with the plugins' sort keys taken when pushed (Volcano's heaps: a
+/// job's keys change only through its own allocations, after which it is
+/// pushed again). Popping asks no plugin.
+#[derive(Default)]
+pub struct Keyed {
+    items: Vec<(Vec<f64>, u32)>,
+}
+
+impl Keyed {
+    /// Adds `ids`, asking each plugin once for all their keys.
+    pub fn push(&mut self, ssn: &mut Session, kind: Kind, ids: &[u32]) {
+        if ids.is_empty() {
+            return;
+        }
+        let call = match kind {
+            Kind::Queue => Call::QueueOrder(ids),
+            Kind::Job => Call::JobOrder(ids),
+            Kind::Task => Call::TaskOrder(ids),
+        };
+        let rows = ssn.policies.order_keys(&ssn.events, call, ids.len());
+        for (i, &id) in ids.iter().enumerate() {
+            self.items.push((rows.iter().map(|r| r[i]).collect(), id));
+        }
+    }
+
+    /// Removes and returns the first id in order.
+    pub fn pop(&mut self, ssn: &Session, kind: Kind) -> Option<u32> {
+        let best = (0..self.items.len()).min_by(|&a, &b| {
+            let ((ka, ia), (kb, ib)) = (&self.items[a], &self.items[b]);
+            ka.iter()
+                .zip(kb)
+                .map(|(x, y)| x.partial_cmp(y).unwrap_or(Ordering::Equal))
+                .find(|o| o.is_ne())
+                .unwrap_or_else(|| fallback(ssn, kind, *ia, *ib))
+        })?;
+        Some(self.items.swap_remove(best).1)
+    }
+}
+
 /// Nodes where `task` fits: resources against FutureIdle (when
 /// `check_resources`) and every plugin predicate. Failures are recorded.
 ///
