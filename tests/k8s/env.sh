@@ -1,0 +1,410 @@
+#!/usr/bin/env bash
+# A real kube-apiserver + etcd on loopback for tephra's Kubernetes tests.
+#
+#   env.sh install      apt-get etcd-server, build kube-apiserver and kubectl
+#                       (only what is missing; safe to run again)
+#   env.sh start DIR    certificates, token, etcd and kube-apiserver on
+#                       127.0.0.1 with state and logs in DIR; waits for
+#                       /readyz and prints DIR/kubeconfig
+#   env.sh stop DIR     stops both (safe to run again, or on a DIR that never
+#                       started)
+#   env.sh bindir       prints the directory holding kube-apiserver and kubectl
+#
+# Progress goes to stderr; stdout carries only the printed path. See README.md.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+MODDIR="$HERE/apiserver"
+
+# The Kubernetes release is the one go.mod requires, so the cache directory
+# follows a version bump by itself.
+K8S_VERSION="$(awk '$1 == "require" { $1 = "" ; $0 = $0 }
+                    $1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$MODDIR/go.mod")"
+[[ -n "$K8S_VERSION" ]] || { echo "env.sh: no k8s.io/kubernetes version in $MODDIR/go.mod" >&2; exit 1; }
+CACHE="${TEPHRA_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tephra/k8s/$K8S_VERSION}"
+BIN="$CACHE/bin"
+APISERVER="$BIN/kube-apiserver"
+KUBECTL="$BIN/kubectl"
+
+# Settings (environment):
+#   TEPHRA_K8S_CACHE            where the built binaries go
+#   TEPHRA_K8S_ETCD             an etcd binary to use instead of Debian's
+#   TEPHRA_K8S_APISERVER_ARGS   extra kube-apiserver flags, appended last, split
+#                               on spaces (a repeated list flag appends to, not
+#                               replaces, the value below)
+#   TEPHRA_K8S_DISABLE_ADMISSION  admission plugins to turn off (default
+#                               below; README.md says why; "" keeps the
+#                               upstream default set)
+#   TEPHRA_K8S_READY_TIMEOUT    seconds to wait for /readyz (default 180)
+READY_TIMEOUT="${TEPHRA_K8S_READY_TIMEOUT:-180}"
+# Both need kube-controller-manager, which does not run here: ServiceAccount
+# rejects every pod in a namespace until its "default" ServiceAccount exists
+# (made by the serviceaccount controller); TaintNodesByCondition gives every
+# new Node a node.kubernetes.io/not-ready:NoSchedule taint that only the node
+# lifecycle controller removes.
+DISABLE_ADMISSION="${TEPHRA_K8S_DISABLE_ADMISSION-ServiceAccount,TaintNodesByCondition}"
+
+log() { echo "env.sh: $*" >&2; }
+die() { echo "env.sh: error: $*" >&2; exit 1; }
+
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then "$@"
+    elif command -v sudo >/dev/null; then sudo "$@"
+    else die "need root (or sudo) for: $*"
+    fi
+}
+
+# apt-get install, running apt-get update first only when the package lists
+# do not know the package yet.
+apt_install() {
+    local pkg
+    for pkg in "$@"; do
+        if ! apt-cache show "$pkg" >/dev/null 2>&1; then
+            log "apt-get update (package lists do not know $pkg)"
+            as_root apt-get update -qq >&2
+            break
+        fi
+    done
+    log "apt-get install $*"
+    # The etcd-server package may start a system etcd on 127.0.0.1:2379 where
+    # an init system runs; that one is not used here (ports are picked free).
+    as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+find_etcd() {
+    if [[ -n "${TEPHRA_K8S_ETCD:-}" ]]; then echo "$TEPHRA_K8S_ETCD"
+    elif command -v etcd >/dev/null; then command -v etcd
+    elif [[ -x /usr/bin/etcd ]]; then echo /usr/bin/etcd
+    else return 1
+    fi
+}
+
+# A stamp of the sources the binaries are built from: a changed go.mod,
+# go.sum or main file rebuilds them even under the same version.
+source_stamp() {
+    (cd "$MODDIR" && cat go.mod go.sum main.go cmd/kubectl/main.go | sha256sum | cut -d' ' -f1)
+}
+
+build_binaries() {
+    local stamp ldflags tmp key val
+    stamp="$(source_stamp)"
+    if [[ -x "$APISERVER" && -x "$KUBECTL" && "$(cat "$CACHE/stamp" 2>/dev/null)" == "$stamp" ]]; then
+        log "kube-apiserver and kubectl $K8S_VERSION already in $BIN"
+        return
+    fi
+    command -v go >/dev/null || die "go is not installed (it builds kube-apiserver and kubectl)"
+    mkdir -p "$BIN"
+    # What the upstream build stamps into its binaries (hack/lib/version.sh):
+    # kubectl's version-skew warning and `version` read it.
+    local minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+    local major="${K8S_VERSION#v}"; major="${major%%.*}"
+    ldflags="-s -w"
+    for key in gitVersion=$K8S_VERSION gitMajor=$major gitMinor=$minor gitTreeState=clean \
+               buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ); do
+        for val in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+            ldflags+=" -X $val.$key"
+        done
+    done
+    rm -rf "$CACHE"/build.*   # left by an interrupted build (we hold the lock)
+    tmp="$(mktemp -d "$CACHE/build.XXXXXX")"
+    # Static binaries like the upstream release; -mod=readonly keeps go.sum
+    # authoritative; -buildvcs=false because the module sits inside tephra's
+    # git tree, whose state says nothing about these binaries (and git need
+    # not be installed).
+    log "building kube-apiserver $K8S_VERSION (7-10 minutes on 2 cores)"
+    (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
+        -o "$tmp/kube-apiserver" .) >&2
+    log "building kubectl $K8S_VERSION"
+    (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
+        -o "$tmp/kubectl" ./cmd/kubectl) >&2
+    mv -f "$tmp/kube-apiserver" "$tmp/kubectl" "$BIN/"
+    rmdir "$tmp"
+    echo "$stamp" > "$CACHE/stamp"
+    log "built $APISERVER and $KUBECTL"
+}
+
+cmd_install() {
+    mkdir -p "$CACHE"
+    # One install at a time per cache directory (parallel test jobs).
+    exec 9>"$CACHE/.lock"
+    flock 9
+
+    local missing=()
+    [[ -n "${TEPHRA_K8S_ETCD:-}" ]] || find_etcd >/dev/null || missing+=(etcd-server)
+    command -v openssl >/dev/null || missing+=(openssl)
+    if ((${#missing[@]})); then
+        apt_install "${missing[@]}"
+    fi
+    find_etcd >/dev/null || die "etcd not found after installing etcd-server"
+    log "etcd: $("$(find_etcd)" --version 2>/dev/null | head -1)"
+
+    build_binaries
+    log "kube-apiserver: $("$APISERVER" --version)"
+    log "kubectl: $("$KUBECTL" version --client 2>/dev/null | head -1)"
+}
+
+# --- start / stop -----------------------------------------------------------
+
+# True when nothing accepts connections on 127.0.0.1:$1.
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# A free loopback port below the Linux ephemeral range (32768+), so that it
+# does not collide with the source ports of outgoing connections.
+free_port() {
+    local p i
+    for ((i = 0; i < 200; i++)); do
+        p=$((20000 + RANDOM % 12000))
+        if port_free "$p" && [[ " ${TAKEN_PORTS:-} " != *" $p "* ]]; then
+            TAKEN_PORTS="${TAKEN_PORTS:-} $p"
+            echo "$p"
+            return
+        fi
+    done
+    die "no free port found"
+}
+
+# The pid in DIR/NAME.pid if that process is alive and is the one started
+# there (its command line names DIR), so a reused pid is never killed.
+live_pid() {
+    local dir="$1" name="$2" pid
+    pid="$(cat "$dir/$name.pid" 2>/dev/null)" || return 1
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r "/proc/$pid/cmdline" ]] || return 1
+    tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$dir/" || return 1
+    echo "$pid"
+}
+
+stop_one() {
+    local dir="$1" name="$2" pid i
+    if pid="$(live_pid "$dir" "$name")"; then
+        log "stopping $name (pid $pid)"
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "$name did not stop in 10 s; SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -f "$dir/$name.pid"
+}
+
+cmd_stop() {
+    [[ $# -eq 1 ]] || die "usage: env.sh stop DIR"
+    [[ -d "$1" ]] || { log "$1 does not exist; nothing to stop"; return 0; }
+    local dir
+    dir="$(cd "$1" && pwd)"
+    stop_one "$dir" kube-apiserver
+    stop_one "$dir" etcd
+}
+
+gen_pki() {
+    local pki="$1"
+    mkdir -p "$pki"
+    chmod 700 "$pki"
+    (
+        cd "$pki"
+        umask 077
+        # CA
+        openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 30 \
+            -keyout ca.key -out ca.crt -subj "/CN=tephra-test-ca" 2>/dev/null
+        # Serving certificate for 127.0.0.1 / localhost (and the in-cluster
+        # names and first service IP, which nothing here uses but clients of a
+        # real cluster expect).
+        cat > serving.ext <<EOF
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost, IP:10.0.0.1, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local
+EOF
+        openssl req -newkey rsa:2048 -nodes -sha256 \
+            -keyout serving.key -out serving.csr -subj "/CN=kube-apiserver" 2>/dev/null
+        openssl x509 -req -in serving.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+            -days 30 -sha256 -extfile serving.ext -out serving.crt 2>/dev/null
+        # Service-account token signing key pair.
+        openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null
+        openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
+        rm -f serving.csr serving.ext ca.srl
+        # Static tokens: token,user,uid,"groups". system:masters bypasses RBAC.
+        printf '%s,tephra-admin,tephra-admin,"system:masters"\n' \
+            "$(openssl rand -hex 32)" > tokens.csv
+    )
+}
+
+write_kubeconfig() {
+    local dir="$1" port="$2" token ca
+    token="$(cut -d, -f1 "$dir/pki/tokens.csv")"
+    ca="$(base64 -w0 < "$dir/pki/ca.crt")"
+    (umask 077; cat > "$dir/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: tephra
+  cluster:
+    server: https://127.0.0.1:$port
+    certificate-authority-data: $ca
+users:
+- name: tephra-admin
+  user:
+    token: $token
+contexts:
+- name: tephra
+  context:
+    cluster: tephra
+    user: tephra-admin
+current-context: tephra
+EOF
+    )
+}
+
+# Starts a program detached from this shell (its own session, stdin closed),
+# logging to DIR/NAME.log and recording its pid in DIR/NAME.pid.
+spawn() {
+    local dir="$1" name="$2"
+    shift 2
+    setsid "$@" </dev/null >>"$dir/$name.log" 2>&1 &
+    echo $! > "$dir/$name.pid"
+}
+
+wait_port() {
+    local dir="$1" name="$2" port="$3" i
+    for ((i = 0; i < 300; i++)); do
+        port_free "$port" || return 0
+        live_pid "$dir" "$name" >/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+fail_start() {
+    local dir="$1" name="$2"
+    log "$name failed to start; last lines of $dir/$name.log:"
+    tail -n 30 "$dir/$name.log" >&2 || true
+    cmd_stop "$dir"
+    return 1
+}
+
+start_once() {
+    local dir="$1" etcd etcd_client etcd_peer api_port
+    etcd="$(find_etcd)" || die "etcd not installed; run: env.sh install"
+    TAKEN_PORTS=""
+    etcd_client="$(free_port)"
+    etcd_peer="$(free_port)"
+    api_port="$(free_port)"
+
+    # etcd: single member, plain HTTP on loopback only; the API server is its
+    # only client.
+    log "starting etcd on 127.0.0.1:$etcd_client (data in $dir/etcd)"
+    spawn "$dir" etcd "$etcd" \
+        --name tephra \
+        --data-dir "$dir/etcd" \
+        --listen-client-urls "http://127.0.0.1:$etcd_client" \
+        --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+        --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+        --initial-cluster "tephra=http://127.0.0.1:$etcd_peer" \
+        --initial-cluster-state new \
+        --logger zap --log-outputs stderr --log-level warn
+    wait_port "$dir" etcd "$etcd_client" || { fail_start "$dir" etcd; return 1; }
+
+    local extra_args=()
+    read -r -a extra_args <<< "${TEPHRA_K8S_APISERVER_ARGS:-}"
+    # No kubelet and no controller-manager. --endpoint-reconciler-type none:
+    # the default (lease) refuses to start with a loopback advertise address
+    # ("cannot use public IP 127.0.0.1 with endpoint reconciler"), and the
+    # default/kubernetes Service's endpoints are of no use without pods.
+    log "starting kube-apiserver on https://127.0.0.1:$api_port"
+    spawn "$dir" kube-apiserver "$APISERVER" \
+        --bind-address 127.0.0.1 \
+        --advertise-address 127.0.0.1 \
+        --secure-port "$api_port" \
+        --cert-dir "$dir/pki" \
+        --tls-cert-file "$dir/pki/serving.crt" \
+        --tls-private-key-file "$dir/pki/serving.key" \
+        --client-ca-file "$dir/pki/ca.crt" \
+        --etcd-servers "http://127.0.0.1:$etcd_client" \
+        --token-auth-file "$dir/pki/tokens.csv" \
+        --authorization-mode RBAC \
+        --service-account-issuer https://kubernetes.default.svc.cluster.local \
+        --service-account-key-file "$dir/pki/sa.pub" \
+        --service-account-signing-key-file "$dir/pki/sa.key" \
+        --service-cluster-ip-range 10.0.0.0/24 \
+        --disable-admission-plugins "$DISABLE_ADMISSION" \
+        --endpoint-reconciler-type none \
+        --profiling=false \
+        --v 1 \
+        "${extra_args[@]}"
+    wait_port "$dir" kube-apiserver "$api_port" || { fail_start "$dir" kube-apiserver; return 1; }
+    write_kubeconfig "$dir" "$api_port"
+    cat > "$dir/ports" <<EOF
+ETCD_CLIENT_PORT=$etcd_client
+ETCD_PEER_PORT=$etcd_peer
+APISERVER_PORT=$api_port
+EOF
+}
+
+wait_ready() {
+    local dir="$1" deadline out
+    deadline=$((SECONDS + READY_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        if out="$("$KUBECTL" --kubeconfig "$dir/kubeconfig" --request-timeout 5s get --raw /readyz 2>&1)" \
+            && [[ "$out" == ok ]]; then
+            return 0
+        fi
+        live_pid "$dir" kube-apiserver >/dev/null || { fail_start "$dir" kube-apiserver; return 1; }
+        live_pid "$dir" etcd >/dev/null || { fail_start "$dir" etcd; return 1; }
+        sleep 0.5
+    done
+    log "kube-apiserver not ready after ${READY_TIMEOUT}s; last answer:"
+    echo "$out" >&2
+    "$KUBECTL" --kubeconfig "$dir/kubeconfig" get --raw '/readyz?verbose' >&2 || true
+    fail_start "$dir" kube-apiserver
+}
+
+cmd_start() {
+    [[ $# -eq 1 ]] || die "usage: env.sh start DIR"
+    [[ -x "$APISERVER" && -x "$KUBECTL" ]] || die "$APISERVER or $KUBECTL missing; run: env.sh install"
+    mkdir -p "$1"
+    local dir attempt t0=$SECONDS
+    dir="$(cd "$1" && pwd)"
+
+    if live_pid "$dir" kube-apiserver >/dev/null && live_pid "$dir" etcd >/dev/null; then
+        log "already running in $dir"
+        wait_ready "$dir"
+        echo "$dir/kubeconfig"
+        return
+    fi
+    cmd_stop "$dir"
+    # A fresh cluster each start: old data would carry the old CA's secrets.
+    rm -rf "$dir/etcd" "$dir/pki" "$dir/kubeconfig" "$dir/ports"
+    gen_pki "$dir/pki"
+    # A port picked free can be taken by someone else before the server binds
+    # it; try again with new ports in that case.
+    for attempt in 1 2 3; do
+        : > "$dir/etcd.log"
+        : > "$dir/kube-apiserver.log"
+        if start_once "$dir"; then break; fi
+        if ((attempt < 3)) && grep -q "address already in use" "$dir"/*.log; then
+            log "port taken meanwhile; retrying with new ports"
+            rm -rf "$dir/etcd"
+            continue
+        fi
+        die "start failed; logs in $dir"
+    done
+    wait_ready "$dir" || die "start failed; logs in $dir"
+    log "ready in $((SECONDS - t0)) s: $(grep APISERVER_PORT "$dir/ports")"
+    echo "$dir/kubeconfig"
+}
+
+case "${1:-}" in
+    install) shift; [[ $# -eq 0 ]] || die "usage: env.sh install"; cmd_install ;;
+    start) shift; cmd_start "$@" ;;
+    stop) shift; cmd_stop "$@" ;;
+    bindir) echo "$BIN" ;;
+    *) die "usage: env.sh install | start DIR | stop DIR | bindir" ;;
+esac
