@@ -38,42 +38,7 @@ enum Output {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate scheduling cycles over Kubernetes manifests (a demo cluster when no file is given).
-    Simulate {
-        /// Manifests: Node, Pod, Queue, PodGroup, Volcano Job, PriorityClass, scheduler ConfigMap.
-        files: Vec<PathBuf>,
-        /// Scheduler config in Volcano's format (default: a ConfigMap in the files, else built-in).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// Directory of `<plugin>.wasm` components overriding the built-in ones.
-        #[arg(long)]
-        plugins_dir: Option<PathBuf>,
-        /// A component to run as the live version of the plugin it names (repeatable).
-        #[arg(long = "plugin")]
-        plugins: Vec<PathBuf>,
-        /// A component to run as a shadow of the plugin it names: compared every cycle, never applied.
-        #[arg(long = "shadow")]
-        shadows: Vec<PathBuf>,
-        /// Swap in new or changed `.wasm` files of --plugins-dir, and edits of --config, while running.
-        #[arg(long)]
-        watch: bool,
-        /// Serve /healthz, /readyz, /metrics, /plugins and promote/rollback on this address.
-        #[arg(long)]
-        admin: Option<String>,
-        /// Pace cycles in real time (--period seconds apart) and keep running until --cycles.
-        #[arg(long)]
-        realtime: bool,
-        /// Roll a newly promoted plugin version back after it faults this many cycles in a row.
-        #[arg(long, default_value_t = 3)]
-        rollback_after: u32,
-        /// Stop after this many cycles.
-        #[arg(long, default_value_t = 50)]
-        cycles: usize,
-        /// Simulated seconds per cycle.
-        #[arg(long, default_value_t = 1.0)]
-        period: f64,
-        #[arg(long, value_enum, default_value_t = Output::Text)]
-        output: Output,
-    },
+    Simulate(Run),
     /// Run conformance scenario files; exits non-zero on any failure.
     Conformance {
         files: Vec<PathBuf>,
@@ -104,17 +69,41 @@ enum PluginCommand {
 }
 
 /// How `tephra simulate` runs.
+#[derive(clap::Args)]
 struct Run {
+    /// Manifests: Node, Pod, Queue, PodGroup, Volcano Job, PriorityClass, scheduler ConfigMap.
     files: Vec<PathBuf>,
+    /// Scheduler config in Volcano's format (default: a ConfigMap in the files, else built-in).
+    #[arg(long)]
     config: Option<PathBuf>,
+    /// Directory of `<plugin>.wasm` components overriding the built-in ones.
+    #[arg(long)]
     plugins_dir: Option<PathBuf>,
+    /// A component to run as the live version of the plugin it names (repeatable).
+    #[arg(long = "plugin")]
     plugins: Vec<PathBuf>,
+    /// A component to run as a shadow of the plugin it names: compared every cycle, never applied.
+    #[arg(long = "shadow")]
     shadows: Vec<PathBuf>,
+    /// Swap in new or changed `.wasm` files of --plugins-dir, and edits of --config, while running.
+    #[arg(long)]
     watch: bool,
+    /// Serve /healthz, /readyz, /metrics, /plugins and promote/rollback on this address.
+    #[arg(long)]
     admin: Option<String>,
+    /// Pace cycles in real time (--period seconds apart) and keep running until --cycles.
+    #[arg(long)]
     realtime: bool,
+    /// Roll a newly promoted plugin version back after it faults this many cycles in a row.
+    #[arg(long, default_value_t = 3)]
     rollback_after: u32,
-    options: Options,
+    /// Stop after this many cycles.
+    #[arg(long, default_value_t = 50)]
+    cycles: usize,
+    /// Simulated seconds per cycle.
+    #[arg(long, default_value_t = 1.0)]
+    period: f64,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
 
@@ -124,8 +113,21 @@ fn read_config(path: &Path) -> Result<SchedulerConfig> {
 }
 
 fn simulate(run: Run) -> Result<()> {
-    let Run { files, config, plugins_dir, plugins, shadows, watch, admin, realtime, rollback_after, options, output } =
-        run;
+    let Run {
+        files,
+        config,
+        plugins_dir,
+        plugins,
+        shadows,
+        watch,
+        admin,
+        realtime,
+        rollback_after,
+        cycles,
+        period,
+        output,
+    } = run;
+    let options = Options { max_cycles: cycles, period };
     let config_path = config;
     let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
     let config = match &config_path {
@@ -321,33 +323,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Simulate {
-            files,
-            config,
-            plugins_dir,
-            plugins,
-            shadows,
-            watch,
-            admin,
-            realtime,
-            rollback_after,
-            cycles,
-            period,
-            output,
-        } => simulate(Run {
-            files,
-            config,
-            plugins_dir,
-            plugins,
-            shadows,
-            watch,
-            admin,
-            realtime,
-            rollback_after,
-            options: Options { max_cycles: cycles, period },
-            output,
-        })
-        .map(|_| true),
+        Command::Simulate(run) => simulate(run).map(|_| true),
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
         Command::Plugin { command: PluginCommand::New { name, lang, dir } } => {

@@ -74,18 +74,22 @@ fn fallback(ssn: &Session, kind: Kind, a: u32, b: u32) -> Ordering {
     }
 }
 
+/// The order call for `kind` over `ids`.
+fn order_call(kind: Kind, ids: &[u32]) -> Call<'_> {
+    match kind {
+        Kind::Queue => Call::QueueOrder(ids),
+        Kind::Job => Call::JobOrder(ids),
+        Kind::Task => Call::TaskOrder(ids),
+    }
+}
+
 /// Sorts `ids` by the plugins' keys (tier order, first difference decides),
 /// then by Volcano's fallback.
 pub fn sort(ssn: &mut Session, kind: Kind, ids: &mut [u32]) {
     if ids.len() < 2 {
         return;
     }
-    let call = match kind {
-        Kind::Queue => Call::QueueOrder(ids),
-        Kind::Job => Call::JobOrder(ids),
-        Kind::Task => Call::TaskOrder(ids),
-    };
-    let rows = ssn.policies.order_keys(&ssn.events, call, ids.len());
+    let rows = ssn.policies.order_keys(&ssn.events, order_call(kind, ids), ids.len());
     let mut idx: Vec<usize> = (0..ids.len()).collect();
     idx.sort_by(|&x, &y| {
         rows.iter()
@@ -124,12 +128,7 @@ impl Keyed {
         if ids.is_empty() {
             return;
         }
-        let call = match kind {
-            Kind::Queue => Call::QueueOrder(ids),
-            Kind::Job => Call::JobOrder(ids),
-            Kind::Task => Call::TaskOrder(ids),
-        };
-        let rows = ssn.policies.order_keys(&ssn.events, call, ids.len());
+        let rows = ssn.policies.order_keys(&ssn.events, order_call(kind, ids), ids.len());
         for (i, &id) in ids.iter().enumerate() {
             self.items.push((rows.iter().map(|r| r[i]).collect(), id));
         }
