@@ -208,9 +208,6 @@ impl Cluster {
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.iter().find(|q| q.name == name)
     }
-    pub fn podgroup_mut(&mut self, namespace: &str, name: &str) -> Option<&mut PodGroup> {
-        self.podgroups.iter_mut().find(|g| g.namespace == namespace && g.name == name)
-    }
 
     /// Resolves a priority class name to its value (globalDefault when unnamed).
     pub fn class_priority(&self, class: Option<&str>) -> Option<i32> {

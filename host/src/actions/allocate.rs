@@ -4,7 +4,6 @@
 
 use super::{best_node, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
 use crate::plugin::Call;
-use crate::resource;
 use crate::session::{Session, NONE};
 use crate::statement::Statement;
 use crate::wasm::contract::{JobPhase, TaskStatus};
@@ -111,7 +110,7 @@ fn allocate_tasks(
             break;
         }
         let Some(node) = best_node(ssn, t, &nodes) else { continue };
-        if resource::less_equal(ssn.req(t), &ssn.idle(node)) {
+        if ssn.short(ssn.req(t), node, false).is_none() {
             stmt.allocate(ssn, t, node);
         } else {
             stmt.pipeline(ssn, t, node, false);
@@ -132,7 +131,7 @@ fn allocate_tasks(
 /// and its predicates.
 fn nominated(ssn: &mut Session, t: u32) -> Option<u32> {
     let n = ssn.extra.task_nominated[t as usize];
-    if n == NONE || !resource::less_equal(ssn.req(t), &ssn.future_idle(n)) {
+    if n == NONE || ssn.short(ssn.req(t), n, true).is_some() {
         return None;
     }
     ssn.policies.predicate(&ssn.events, t, &[n])[0].is_none().then_some(n)

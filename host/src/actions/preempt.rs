@@ -3,10 +3,9 @@
 //! preemptor is only pipelined; allocate binds it on its nominated node once
 //! the victims are gone (reference §7.4).
 
-use super::victims::{fits_with, next_victim, nodes_by_score, tasks_on, victim_order};
+use super::victims::{evict_until_fits, nodes_by_score, tasks_on, victim_order};
 use super::{job_pipelined, job_valid, pop_first, sort, Kind};
 use crate::plugin::Call;
-use crate::resource;
 use crate::session::{Session, NONE};
 use crate::statement::Statement;
 use crate::wasm::contract::TaskStatus;
@@ -90,7 +89,7 @@ fn ineligible(ssn: &mut Session, p: u32) -> bool {
     let verdict = ssn.policies.predicate(&ssn.events, p, &[n]).remove(0);
     match verdict {
         Some(r) if r.unresolvable => false,
-        None if resource::less_equal(ssn.req(p), &ssn.future_idle(n)) => true,
+        None if ssn.short(ssn.req(p), n, true).is_none() => true,
         _ => !tasks_on(ssn, n, &[TaskStatus::Releasing]).is_empty(),
     }
 }
@@ -116,36 +115,22 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: u32, filter: &dyn Fn(&Ses
         let preemptees = victim_order(ssn, p, &preemptees);
         // No tier deciding means no victims, not "skip the node": the room
         // check below may still pass on idle capacity alone (as in Volcano).
-        let (mut victims, voters) =
+        let (victims, voters) =
             ssn.policies.victims(&ssn.events, Call::Preemptable(p, &preemptees), &preemptees).unwrap_or_default();
-        if !fits_with(ssn, &req, node, &victims) {
-            continue;
-        }
-        let mut node_stmt = Statement::new();
-        let mut evicted = false;
+        let reason = format!(
+            "preempt: for {} on {} (victims voted by {})",
+            ssn.names.tasks[p as usize],
+            ssn.names.nodes[node as usize],
+            voters.join(", ")
+        );
         let fits = |ssn: &mut Session| {
             ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, p))
-                && resource::less_equal(&req, &ssn.future_idle(node))
+                && ssn.short(&req, node, true).is_none()
                 && ssn.policies.predicate(&ssn.events, p, &[node])[0].is_none()
         };
-        while !fits(ssn) {
-            let Some(v) = next_victim(ssn, p, &victims) else { break };
-            victims.retain(|&x| x != v);
-            let reason = format!(
-                "preempt: for {} on {} (victims voted by {})",
-                ssn.names.tasks[p as usize],
-                ssn.names.nodes[node as usize],
-                voters.join(", ")
-            );
-            node_stmt.evict(ssn, v, &reason);
-            evicted = true;
-        }
-        if fits(ssn) {
-            node_stmt.pipeline(ssn, p, node, evicted);
-            stmt.merge(node_stmt);
+        if evict_until_fits(ssn, stmt, p, node, victims, &reason, &fits) {
             return true;
         }
-        node_stmt.discard(ssn);
     }
     false
 }

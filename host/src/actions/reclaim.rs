@@ -3,10 +3,9 @@
 //! reclaimer's `preemptive`; the victims come from `reclaimable` votes
 //! (reference §7.5).
 
-use super::victims::{candidate_nodes, fits_with, next_victim, tasks_on, victim_order};
+use super::victims::{candidate_nodes, evict_until_fits, tasks_on, victim_order};
 use super::{job_pipelined, job_valid, pop_first, sort, Kind};
 use crate::plugin::Call;
-use crate::resource;
 use crate::session::Session;
 use crate::statement::Statement;
 use crate::wasm::contract::TaskStatus;
@@ -79,31 +78,18 @@ fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {
         }
         let reclaimees = victim_order(ssn, t, &reclaimees);
         // No tier deciding means no victims; idle room alone may suffice.
-        let (mut victims, voters) =
+        let (victims, voters) =
             ssn.policies.victims(&ssn.events, Call::Reclaimable(t, &reclaimees), &reclaimees).unwrap_or_default();
-        if !fits_with(ssn, &req, node, &victims) {
-            continue;
-        }
-        let mut node_stmt = Statement::new();
-        let mut evicted = false;
-        while !resource::less_equal(&req, &ssn.future_idle(node)) {
-            let Some(v) = next_victim(ssn, t, &victims) else { break };
-            victims.retain(|&x| x != v);
-            let reason = format!(
-                "reclaim: for {} (queue {}) on {} (victims voted by {})",
-                ssn.names.tasks[t as usize],
-                ssn.names.queues[queue as usize],
-                ssn.names.nodes[node as usize],
-                voters.join(", ")
-            );
-            node_stmt.evict(ssn, v, &reason);
-            evicted = true;
-        }
-        if resource::less_equal(&req, &ssn.future_idle(node)) {
-            node_stmt.pipeline(ssn, t, node, evicted);
-            stmt.merge(node_stmt);
+        let reason = format!(
+            "reclaim: for {} (queue {}) on {} (victims voted by {})",
+            ssn.names.tasks[t as usize],
+            ssn.names.queues[queue as usize],
+            ssn.names.nodes[node as usize],
+            voters.join(", ")
+        );
+        let fits = |ssn: &mut Session| ssn.short(&req, node, true).is_none();
+        if evict_until_fits(ssn, stmt, t, node, victims, &reason, &fits) {
             return;
         }
-        node_stmt.discard(ssn);
     }
 }

@@ -6,6 +6,7 @@ use super::{fallback, Kind};
 use crate::plugin::Call;
 use crate::resource;
 use crate::session::{Session, NONE};
+use crate::statement::Statement;
 use crate::wasm::contract::TaskStatus;
 use std::cmp::Ordering;
 
@@ -40,6 +41,41 @@ pub fn fits_with(ssn: &Session, req: &[f64], node: u32, victims: &[u32]) -> bool
         resource::add_scaled(&mut room, ssn.req(v), 1.0);
     }
     resource::less_equal(req, &room)
+}
+
+/// Evicts `victims` from `node`, next victim first, until `fits` says `p`
+/// fits there; then pipelines `p` on the node (nominated if anything was
+/// evicted) and merges the evictions into `stmt`. Skips the node when even
+/// all victims would not make room, and undoes the evictions when `p` still
+/// does not fit.
+pub fn evict_until_fits(
+    ssn: &mut Session,
+    stmt: &mut Statement,
+    p: u32,
+    node: u32,
+    mut victims: Vec<u32>,
+    reason: &str,
+    fits: &dyn Fn(&mut Session) -> bool,
+) -> bool {
+    let req = ssn.req(p).to_vec();
+    if !fits_with(ssn, &req, node, &victims) {
+        return false;
+    }
+    let mut node_stmt = Statement::new();
+    let mut evicted = false;
+    while !fits(ssn) {
+        let Some(v) = next_victim(ssn, p, &victims) else { break };
+        victims.retain(|&x| x != v);
+        node_stmt.evict(ssn, v, reason);
+        evicted = true;
+    }
+    if fits(ssn) {
+        node_stmt.pipeline(ssn, p, node, evicted);
+        stmt.merge(node_stmt);
+        return true;
+    }
+    node_stmt.discard(ssn);
+    false
 }
 
 fn rows_cmp(rows: &[Vec<f64>], a: usize, b: usize) -> Ordering {
