@@ -6,7 +6,8 @@ use serde_yaml::Value;
 use std::collections::BTreeMap;
 
 /// Actions tephra knows by name.
-pub const KNOWN_ACTIONS: [&str; 6] = ["enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"];
+pub const KNOWN_ACTIONS: [&str; 8] =
+    ["enqueue", "elect", "allocate", "backfill", "preempt", "reclaim", "shuffle", "reserve"];
 
 /// The built-in config used when none is given.
 pub const DEFAULT_CONFIG: &str = include_str!("../../examples/scheduler.yaml");
@@ -91,6 +92,31 @@ pub struct SchedulerConfig {
     pub action_args: BTreeMap<String, BTreeMap<String, String>>,
     /// Config-file semantics: unset switches are on.
     pub unset_is_on: bool,
+}
+
+/// A duration in ms: Go-style `1h30m`, `90s`, `250ms`, or plain seconds.
+pub fn duration_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return (secs >= 0.0 && secs.is_finite()).then_some((secs * 1000.0).round() as i64);
+    }
+    let (mut total, mut rest) = (0.0, s);
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let value: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ms" => 1.0,
+            "s" => 1e3,
+            "m" => 60e3,
+            "h" => 3600e3,
+            _ => return None,
+        };
+        total += value * scale;
+        rest = &rest[unit_end..];
+    }
+    Some(total.round() as i64)
 }
 
 /// Renders a YAML scalar the way plugin argument getters expect it.

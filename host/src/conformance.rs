@@ -135,6 +135,19 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             capability: res(q.get("capability"), &format!("{qat}: capability"))?,
             deserved: res(q.get("deserved"), &format!("{qat}: deserved"))?,
             guarantee: res(q.get("guarantee"), &format!("{qat}: guarantee"))?,
+            guaranteed: q.get("guarantee_policy").and_then(Value::as_str) == Some("Guaranteed"),
+            reserve_percentage: match q.get("percentage") {
+                None => BTreeMap::new(),
+                Some(p) => {
+                    let value = p
+                        .get("value")
+                        .and_then(Value::as_f64)
+                        .ok_or_else(|| anyhow!("{qat}: percentage.value: missing"))?;
+                    let dims = strs(p.get("dimensions"));
+                    let dims = if dims.is_empty() { vec!["cpu".into(), "memory".into()] } else { dims };
+                    dims.into_iter().map(|d| (d, value)).collect()
+                }
+            },
             annotations: smap(q.get("annotations")),
             affinity,
             created: i as i64,

@@ -17,6 +17,7 @@ pub mod model;
 pub mod plugin;
 pub mod policy;
 pub mod report;
+pub mod reservation;
 pub mod resource;
 pub mod scaffold;
 pub mod scheduler;
@@ -28,4 +29,4 @@ pub mod validate;
 pub mod wasm;
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).
-pub const CONTRACT: &str = "0.1.0";
+pub const CONTRACT: &str = "0.2.0";

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 pub const ARRIVE_AT: &str = "tephra.io/arrive-at";
 /// Simulator annotation: a running pod completes after this many seconds.
 pub const DURATION: &str = "tephra.io/duration";
+/// How long a pod is expected to run (big-job reservation orders nodes by it).
+pub const ESTIMATE: &str = "tephra.io/estimated-running-duration";
 
 /// One object read from a manifest.
 #[derive(Clone, Debug)]
@@ -99,6 +101,37 @@ fn resources(at: &At, v: &Value, path: &str) -> Result<ResourceList> {
         out.insert(k, value);
     }
     Ok(out)
+}
+
+/// `spec.guarantee.percentage {dimensions, value}`: value in [0, 1] for each
+/// listed dimension (cpu and memory when none are listed).
+fn percentage(at: &At, v: &Value) -> Result<BTreeMap<String, f64>> {
+    let path = "spec.guarantee.percentage.value";
+    let value = match get(v, path) {
+        None => return Ok(BTreeMap::new()),
+        Some(x) => crate::config::scalar_string(x).and_then(|s| s.parse::<f64>().ok()),
+    };
+    let value = value.filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| at.err(path, "expected a number in [0, 1]"))?;
+    let dims_path = "spec.guarantee.percentage.dimensions";
+    let mut dims: Vec<String> = seq(at, v, dims_path)?
+        .iter()
+        .map(|d| crate::config::scalar_string(d).ok_or_else(|| at.err(dims_path, "expected resource names")))
+        .collect::<Result<_>>()?;
+    if dims.is_empty() {
+        dims = vec!["cpu".into(), "memory".into()];
+    }
+    Ok(dims.into_iter().map(|d| (d, value)).collect())
+}
+
+/// The pod's `tephra.io/estimated-running-duration`, in ms.
+fn estimate(at: &At, annotations: &BTreeMap<String, String>) -> Result<Option<i64>> {
+    annotations
+        .get(ESTIMATE)
+        .map(|s| {
+            crate::config::duration_ms(s)
+                .ok_or_else(|| at.err(&format!("metadata.annotations.{ESTIMATE}"), format!("{s:?} is not a duration")))
+        })
+        .transpose()
 }
 
 fn seq<'v>(at: &At, v: &'v Value, path: &str) -> Result<&'v [Value]> {
@@ -313,6 +346,14 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 capability: resources(at, v, "spec.capability")?,
                 deserved: resources(at, v, "spec.deserved")?,
                 guarantee: resources(at, v, "spec.guarantee.resource")?,
+                guaranteed: match string(at, v, "spec.guarantee.policy")?.as_deref() {
+                    None | Some("Best-Effort") => false,
+                    Some("Guaranteed") => true,
+                    Some(p) => {
+                        return Err(at.err("spec.guarantee.policy", format!("{p:?} is not Best-Effort or Guaranteed")))
+                    }
+                },
+                reserve_percentage: percentage(at, v)?,
                 annotations,
                 affinity,
                 created,
@@ -365,6 +406,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             };
             let spec = get(v, "spec").ok_or_else(|| at.err("spec", "missing"))?;
             pod_spec(at, spec, &mut pod)?;
+            pod.estimated_ms = estimate(at, &annotations)?;
             pod.annotations = annotations;
             pod.labels = labels;
             Object::Pod(pod)
@@ -429,6 +471,7 @@ fn vcjob(
                 ..Default::default()
             };
             pod.annotations = map(&tat, tpl, "metadata.annotations")?;
+            pod.estimated_ms = estimate(&tat, &pod.annotations)?;
             pod.labels = map(&tat, tpl, "metadata.labels")?;
             pod.preemptable = preemptable(&pod.annotations, &pod.labels);
             let spec = get(tpl, "spec").ok_or_else(|| tat.err("template.spec", "missing"))?;

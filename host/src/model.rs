@@ -60,6 +60,12 @@ pub struct Queue {
     pub capability: ResourceList,
     pub deserved: ResourceList,
     pub guarantee: ResourceList,
+    /// `spec.guarantee.policy: Guaranteed` (default Best-Effort): a
+    /// reservation evicts other queues' pods from the queue's locked nodes.
+    pub guaranteed: bool,
+    /// `spec.guarantee.percentage`: the share of the cluster to reserve, per
+    /// listed dimension.
+    pub reserve_percentage: BTreeMap<String, f64>,
     pub annotations: BTreeMap<String, String>,
     /// Node-group affinity lists by kind ("required", "preferred",
     /// "anti-required", "anti-preferred").
@@ -177,6 +183,10 @@ pub struct Pod {
     pub annotations: BTreeMap<String, String>,
     pub labels: BTreeMap<String, String>,
     pub created: i64,
+    /// When the pod started running (ms since the epoch).
+    pub started: Option<i64>,
+    /// Annotation `tephra.io/estimated-running-duration`, in ms.
+    pub estimated_ms: Option<i64>,
 }
 
 impl Pod {

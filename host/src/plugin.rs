@@ -4,7 +4,7 @@
 
 use crate::session::Names;
 use crate::wasm::contract::{Event, ExtensionPoint};
-use crate::wasm::contract::{Fit, PluginInfo, QueueFigures, Snapshot, Victims, Vote};
+use crate::wasm::contract::{Fit, LockOwner, PluginInfo, QueueFigures, Snapshot, Victims, Vote};
 use std::sync::Arc;
 
 /// One extension-point call with its arguments.
@@ -29,7 +29,7 @@ pub enum Call<'a> {
     Reclaimable(u32, &'a [u32]),
     VictimTasks(&'a [u32]),
     TargetJob(&'a [u32]),
-    ReservedNodes,
+    ReservedNodes(LockOwner, &'a [u32]),
     QueueStatus(&'a [u32]),
 }
 
@@ -57,7 +57,7 @@ impl Call<'_> {
             Call::Reclaimable(..) => P::Reclaimable,
             Call::VictimTasks(_) => P::VictimTasks,
             Call::TargetJob(_) => P::TargetJob,
-            Call::ReservedNodes => P::ReservedNodes,
+            Call::ReservedNodes(..) => P::ReservedNodes,
             Call::QueueStatus(_) => P::QueueStatus,
         }
     }
@@ -73,6 +73,8 @@ pub enum Answer {
     Invalid(Option<String>),
     Victims(Victims),
     Ids(Vec<u32>),
+    /// Reserved nodes, or the policy's refusal.
+    Reserved(Result<Vec<u32>, String>),
     Id(Option<u32>),
     QueueStatus(QueueFigures),
     Unit,

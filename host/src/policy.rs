@@ -8,7 +8,7 @@
 use crate::config::PluginConf;
 use crate::plugin::{Answer, Backend, Call};
 use crate::session::Names;
-use crate::wasm::contract::{Event, ExtensionPoint as P, Snapshot, Vote};
+use crate::wasm::contract::{Event, ExtensionPoint as P, LockOwner, Snapshot, Vote};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -467,6 +467,48 @@ impl Policies {
         out
     }
 
+    /// The first plugin (tier order) that names a job among `jobs`.
+    pub fn target_job(&mut self, events: &[Event], jobs: &[u32]) -> Option<u32> {
+        let mut r = None;
+        self.each(events, Call::TargetJob(jobs), |_, _, a| match a {
+            Answer::Id(None) => Ok(true),
+            Answer::Id(Some(j)) if jobs.contains(&j) => {
+                r = Some(j);
+                Ok(false)
+            }
+            other => Err(format!("target-job answer out of contract (not a candidate?): {other:?}")),
+        });
+        r
+    }
+
+    /// The first plugin's reserved nodes for `owner`, all among `candidates`
+    /// (`None`: no plugin answers; `Some(Err)`: a refusal with its reason,
+    /// prefixed with the plugin's name).
+    pub fn reserved_nodes(
+        &mut self,
+        events: &[Event],
+        owner: LockOwner,
+        candidates: &[u32],
+    ) -> Option<Result<Vec<u32>, String>> {
+        let allowed: HashSet<u32> = candidates.iter().copied().collect();
+        let mut r = None;
+        self.each(events, Call::ReservedNodes(owner, candidates), |_, name, a| match a {
+            Answer::Reserved(Ok(nodes)) if nodes.iter().all(|n| allowed.contains(n)) => {
+                let mut nodes = nodes;
+                nodes.sort_unstable();
+                nodes.dedup();
+                r = Some(Ok(nodes));
+                Ok(false)
+            }
+            Answer::Reserved(Err(reason)) => {
+                r = Some(Err(format!("{name}: {reason}")));
+                Ok(false)
+            }
+            other => Err(format!("reserved-nodes answer out of contract (a non-candidate node?): {other:?}")),
+        });
+        r
+    }
+
     /// The first plugin's queue status (deserved rows, shares) for `queues`.
     pub fn queue_status(
         &mut self,
@@ -542,7 +584,7 @@ mod tests {
 
     fn slot(name: &str, points: &[P], script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static) -> Slot {
         let info =
-            PluginInfo { name: name.into(), version: "t".into(), contract: "0.1.0".into(), points: points.to_vec() };
+            PluginInfo { name: name.into(), version: "t".into(), contract: "0.2.0".into(), points: points.to_vec() };
         Slot::new(PluginConf::new(name), Box::new(Scripted { info, script: Box::new(script) }))
     }
 

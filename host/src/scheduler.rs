@@ -9,6 +9,7 @@ use crate::live::{self, ShadowDiff};
 use crate::model::Cluster;
 use crate::plugin::Backend;
 use crate::policy::{Policies, Slot};
+use crate::reservation::Reservations;
 use crate::session::{Names, Outcome, Session, StatusOverrides};
 use crate::wasm::contract::Snapshot;
 use crate::wasm::{builtin, Runtime, Sandbox, WasmPlugin};
@@ -190,6 +191,8 @@ pub struct Scheduler {
     pub last_errors: BTreeMap<String, String>,
     /// What happened to plugin versions, for reports (cleared by the caller).
     pub notices: Vec<String>,
+    /// Reservation targets and locked nodes, carried from cycle to cycle.
+    pub reservations: Reservations,
 }
 
 impl Scheduler {
@@ -212,6 +215,7 @@ impl Scheduler {
             stats: Stats::default(),
             last_errors: BTreeMap::new(),
             notices: Vec::new(),
+            reservations: Reservations::default(),
         }
     }
 
@@ -348,7 +352,7 @@ impl Scheduler {
     ) -> ShadowDiff {
         let (policies, _) = self.library.policies(&self.config, Some(shadow));
         let actions = self.config.actions.clone();
-        let mut ssn = Session::open(cluster, policies, overrides, now_ms, seed);
+        let mut ssn = Session::open_with(cluster, policies, overrides, now_ms, seed, &self.reservations);
         ssn.actions = actions.clone();
         ssn.action_args = self.config.action_args.clone();
         ssn.nodes_percentage = self.config.nodes_percentage();
@@ -383,13 +387,18 @@ impl Scheduler {
     ) -> Outcome {
         self.rebuild();
         let policies = self.policies.take().expect("policies are returned by every session");
-        let mut ssn = Session::open(cluster, policies, overrides, now_ms, seed);
+        // Without the reservation actions nothing holds a lock any more.
+        if !self.config.actions.iter().any(|a| a == "elect" || a == "reserve") {
+            self.reservations = Reservations::default();
+        }
+        let mut ssn = Session::open_with(cluster, policies, overrides, now_ms, seed, &self.reservations);
         self.last_snapshot = Some((ssn.snap.clone(), ssn.names.clone()));
         ssn.actions = self.config.actions.clone();
         ssn.action_args = self.config.action_args.clone();
         ssn.nodes_percentage = self.config.nodes_percentage();
         f(&mut ssn);
         let (outcome, mut policies) = ssn.close();
+        self.reservations = outcome.reservations.clone();
         for (name, calls, secs) in policies.take_call_stats() {
             let e = self.stats.plugins.entry(name).or_default();
             e.0 += calls;

@@ -4,6 +4,7 @@
 
 use crate::model::{Cluster, PodPhase};
 use crate::policy::Policies;
+use crate::reservation::Reservations;
 use crate::resource::{self, BASE_DIMS, PODS};
 use crate::wasm::contract::{
     AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus,
@@ -134,6 +135,8 @@ pub struct Session {
     pub nodes_percentage: u32,
     /// Where the next feasible-node search starts (rotates, as in Volcano).
     pub scan_start: usize,
+    /// Reservation bookkeeping beside the snapshot's lock columns.
+    pub locks: crate::reservation::Locks,
 }
 
 struct Interner {
@@ -171,6 +174,18 @@ pub type StatusOverrides = HashMap<String, TaskStatus>;
 impl Session {
     /// Snapshots `cluster` and opens the session in every plugin.
     pub fn open(cluster: &Cluster, policies: Policies, overrides: &StatusOverrides, now_ms: i64, seed: u64) -> Session {
+        Self::open_with(cluster, policies, overrides, now_ms, seed, &Reservations::default())
+    }
+
+    /// [`Session::open`] with the reservations kept from earlier cycles.
+    pub fn open_with(
+        cluster: &Cluster,
+        policies: Policies,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        seed: u64,
+        reservations: &Reservations,
+    ) -> Session {
         let mut dims: Vec<String> = BASE_DIMS.iter().map(|s| s.to_string()).collect();
         let mut scalars = BTreeSet::new();
         let lists = cluster
@@ -178,7 +193,9 @@ impl Session {
             .iter()
             .map(|n| &n.allocatable)
             .chain(cluster.pods.iter().map(|p| &p.requests))
-            .chain(cluster.queues.iter().flat_map(|q| [&q.capability, &q.deserved, &q.guarantee]))
+            .chain(
+                cluster.queues.iter().flat_map(|q| [&q.capability, &q.deserved, &q.guarantee, &q.reserve_percentage]),
+            )
             .chain(cluster.podgroups.iter().filter_map(|g| g.min_resources.as_ref()));
         for l in lists {
             scalars.extend(l.keys().filter(|k| !BASE_DIMS.contains(&k.as_str())).cloned());
@@ -254,6 +271,8 @@ impl Session {
             sparse(i, &q.capability, &mut snap.queue_capability);
             sparse(i, &q.deserved, &mut snap.queue_deserved);
             sparse(i, &q.guarantee, &mut snap.queue_guarantee);
+            snap.queue_guaranteed.push(q.guaranteed);
+            sparse(i, &q.reserve_percentage, &mut snap.queue_reserve_percentage);
             for (k, v) in &q.annotations {
                 snap.queue_annotations.push(Label { owner: i, key: strings.id(k), value: strings.id(v) });
             }
@@ -344,6 +363,8 @@ impl Session {
             snap.task_namespace.push(strings.id(&p.namespace));
             snap.task_priority_class.push(strings.id(p.priority_class.as_deref().unwrap_or("")));
             snap.task_created_ms.push(p.created);
+            snap.task_started_ms.push(p.started.unwrap_or(0));
+            snap.task_estimated_ms.push(p.estimated_ms.unwrap_or(0));
             for (k, v) in &p.node_selector {
                 snap.task_node_selector.push(Label { owner: t, key: strings.id(k), value: strings.id(v) });
             }
@@ -394,7 +415,9 @@ impl Session {
             rng: seed | 1,
             nodes_percentage: 0,
             scan_start: 0,
+            locks: Default::default(),
         };
+        s.restore_locks(reservations);
         for t in 0..s.tasks() as u32 {
             s.count(t, s.snap.task_status[t as usize], 1);
         }
@@ -563,6 +586,8 @@ impl Session {
     /// Closes the plugins' sessions; returns the policies for the next cycle.
     pub fn close(mut self) -> (Outcome, Policies) {
         let conditions = (0..self.jobs() as u32).map(|j| self.condition(j)).collect();
+        let reservations = self.save_locks();
+        let reservation_status = self.reservation_status();
         let queues: Vec<u32> = (0..self.queues() as u32).collect();
         let queue_status = self.policies.queue_status(&self.events, &queues, self.d);
         let events = std::mem::take(&mut self.events);
@@ -584,6 +609,8 @@ impl Session {
             conditions,
             shadow_diffs: Vec::new(),
             queue_status,
+            reservations,
+            reservation_status,
         };
         (outcome, self.policies)
     }
@@ -608,6 +635,10 @@ pub struct Outcome {
     pub shadow_diffs: Vec<crate::live::ShadowDiff>,
     /// The quota plugin's (name, deserved rows, shares) per queue.
     pub queue_status: Option<(String, Vec<f64>, Vec<f64>)>,
+    /// The reservations to keep for the next cycle.
+    pub reservations: Reservations,
+    /// Every reserving queue's `status.reservation`.
+    pub reservation_status: Vec<crate::reservation::QueueReservation>,
 }
 
 fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: TaskStatus, sign: f64) {
@@ -638,6 +669,8 @@ fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         node_unschedulable: vec![],
         node_labels: vec![],
         node_taints: vec![],
+        node_locked_job: vec![],
+        node_locked_queue: vec![],
         queue_parent: vec![],
         queue_weight: vec![],
         queue_priority: vec![],
@@ -648,6 +681,8 @@ fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         queue_guarantee: vec![],
         queue_annotations: vec![],
         queue_affinity: vec![],
+        queue_guaranteed: vec![],
+        queue_reserve_percentage: vec![],
         job_queue: vec![],
         job_min_available: vec![],
         job_has_min_resources: vec![],
@@ -657,6 +692,7 @@ fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         job_phase: vec![],
         job_created_ms: vec![],
         job_annotations: vec![],
+        reservation_targets: vec![],
         task_job: vec![],
         task_status: vec![],
         task_node: vec![],
@@ -667,6 +703,8 @@ fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         task_namespace: vec![],
         task_priority_class: vec![],
         task_created_ms: vec![],
+        task_started_ms: vec![],
+        task_estimated_ms: vec![],
         task_node_selector: vec![],
         task_tolerations: vec![],
         task_affinity: vec![],

@@ -151,6 +151,7 @@ impl Simulation {
             }
             if p.node.is_some() && p.phase == PodPhase::Pending {
                 p.phase = PodPhase::Running;
+                p.started = Some((now * 1000.0) as i64);
                 self.started.insert(p.key(), now);
                 r.started.push(p.key());
             } else if p.phase == PodPhase::Running {
@@ -169,8 +170,14 @@ impl Simulation {
         self.cluster.pods.retain(|p| !gone.contains(&p.key()));
         for key in gone {
             if let Some(t) = templates.get(&key) {
-                let fresh =
-                    Pod { node: None, nominated_node: None, phase: PodPhase::Pending, deleting: false, ..t.clone() };
+                let fresh = Pod {
+                    node: None,
+                    nominated_node: None,
+                    phase: PodPhase::Pending,
+                    deleting: false,
+                    started: None,
+                    ..t.clone()
+                };
                 self.cluster.pods.push(fresh);
                 r.restarted.push(key);
             }

@@ -81,7 +81,7 @@ fn wrong_contract_version_is_refused() {
     let runtime = Runtime::new(Sandbox::default()).unwrap();
     let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("hostile/wrong-contract.wasm")).unwrap();
     let e = WasmPlugin::load(&runtime, &bytes, "wrong-contract.wasm").err().unwrap().to_string();
-    assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.1.0"), "{e}");
+    assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.2.0"), "{e}");
 }
 
 /// A component importing more than the contract, clocks, randomness and

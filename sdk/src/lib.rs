@@ -33,15 +33,15 @@ pub mod types {
     pub use crate::bindings::tephra::scheduler::types::*;
 }
 
-pub use args::Args;
+pub use args::{parse_duration, Args};
 pub use policy::{Policy, Unfit};
 pub use runtime::Runtime;
 pub use session::{is_allocated, node_share, Session, NONE};
 pub use testing::SnapshotBuilder;
-pub use types::{Event, EventKind, ExtensionPoint, JobPhase, QueueState, TaskStatus, Vote};
+pub use types::{Event, EventKind, ExtensionPoint, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
 
 /// The contract version this SDK implements.
-pub const CONTRACT: &str = "0.1.0";
+pub const CONTRACT: &str = "0.2.0";
 
 /// Exports a [`Policy`] type as the component's `policy` interface.
 ///
@@ -138,8 +138,11 @@ macro_rules! export_plugin {
             fn target_job(jobs: ::std::vec::Vec<u32>) -> ::core::option::Option<u32> {
                 __tephra(|rt| rt.target_job(&jobs))
             }
-            fn reserved_nodes() -> ::std::vec::Vec<u32> {
-                __tephra(|rt| rt.reserved_nodes())
+            fn reserved_nodes(
+                owner: $crate::types::LockOwner,
+                candidates: ::std::vec::Vec<u32>,
+            ) -> ::core::result::Result<::std::vec::Vec<u32>, ::std::string::String> {
+                __tephra(|rt| rt.reserved_nodes(owner, &candidates))
             }
             fn queue_status(queues: ::std::vec::Vec<u32>) -> $crate::types::QueueFigures {
                 __tephra(|rt| rt.queue_status(&queues))

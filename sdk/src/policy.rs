@@ -4,7 +4,7 @@
 
 use crate::args::Args;
 use crate::session::Session;
-use crate::types::{Event, ExtensionPoint, TaskStatus, Vote};
+use crate::types::{Event, ExtensionPoint, LockOwner, TaskStatus, Vote};
 use std::sync::Arc;
 
 /// Why a task does not fit a node. The message is shared (`Arc<str>`): a
@@ -110,11 +110,14 @@ pub trait Policy: Default {
     fn victim_tasks(&mut self, s: &Session, candidates: &[u32]) -> Vec<u32> {
         Vec::new()
     }
+    /// The job to reserve nodes for, among `jobs` (big-job reservation).
     fn target_job(&mut self, s: &Session, jobs: &[u32]) -> Option<u32> {
         None
     }
-    fn reserved_nodes(&mut self, s: &Session) -> Vec<u32> {
-        Vec::new()
+    /// The nodes to lock for `owner`, all among `candidates`; `Err` refuses
+    /// the reservation with a reason. The neutral answer locks nothing.
+    fn reserved_nodes(&mut self, s: &Session, owner: LockOwner, candidates: &[u32]) -> Result<Vec<u32>, String> {
+        Ok(Vec::new())
     }
     /// A quota policy's deserved row and share for `queue` (for status).
     fn queue_status(&mut self, s: &Session, queue: u32) -> (Vec<f64>, f64) {

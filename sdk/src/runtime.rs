@@ -4,7 +4,7 @@
 use crate::args::Args;
 use crate::policy::{Policy, Unfit};
 use crate::session::Session;
-use crate::types::{Event, Fit, PluginInfo, QueueFigures, Reason, Snapshot, Victims, Vote};
+use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, Victims, Vote};
 
 /// A policy plus its current session. Used by [`crate::export_plugin!`] and,
 /// natively, by tests and benchmarks that drive a policy like the host does.
@@ -166,9 +166,9 @@ impl<P: Policy> Runtime<P> {
         let p = &mut self.plugin;
         with_session!(self, None, |s| p.target_job(s, jobs))
     }
-    pub fn reserved_nodes(&mut self) -> Vec<u32> {
+    pub fn reserved_nodes(&mut self, owner: LockOwner, candidates: &[u32]) -> Result<Vec<u32>, String> {
         let p = &mut self.plugin;
-        with_session!(self, Vec::new(), |s| p.reserved_nodes(s))
+        with_session!(self, Ok(Vec::new()), |s| p.reserved_nodes(s, owner, candidates))
     }
 
     pub fn queue_status(&mut self, queues: &[u32]) -> QueueFigures {

@@ -27,6 +27,8 @@ impl SnapshotBuilder {
                 node_unschedulable: vec![],
                 node_labels: vec![],
                 node_taints: vec![],
+                node_locked_job: vec![],
+                node_locked_queue: vec![],
                 queue_parent: vec![],
                 queue_weight: vec![],
                 queue_priority: vec![],
@@ -37,6 +39,8 @@ impl SnapshotBuilder {
                 queue_guarantee: vec![],
                 queue_annotations: vec![],
                 queue_affinity: vec![],
+                queue_guaranteed: vec![],
+                queue_reserve_percentage: vec![],
                 job_queue: vec![],
                 job_min_available: vec![],
                 job_has_min_resources: vec![],
@@ -46,6 +50,7 @@ impl SnapshotBuilder {
                 job_phase: vec![],
                 job_created_ms: vec![],
                 job_annotations: vec![],
+                reservation_targets: vec![],
                 task_job: vec![],
                 task_status: vec![],
                 task_node: vec![],
@@ -56,6 +61,8 @@ impl SnapshotBuilder {
                 task_namespace: vec![],
                 task_priority_class: vec![],
                 task_created_ms: vec![],
+                task_started_ms: vec![],
+                task_estimated_ms: vec![],
                 task_node_selector: vec![],
                 task_tolerations: vec![],
                 task_affinity: vec![],
@@ -90,6 +97,8 @@ impl SnapshotBuilder {
         self.snap.node_releasing.extend(&zero);
         self.snap.node_pipelined.extend(&zero);
         self.snap.node_unschedulable.push(false);
+        self.snap.node_locked_job.push(NONE);
+        self.snap.node_locked_queue.push(NONE);
         self.snap.node_unschedulable.len() as u32 - 1
     }
 
@@ -100,6 +109,7 @@ impl SnapshotBuilder {
         self.snap.queue_priority.push(0);
         self.snap.queue_reclaimable.push(true);
         self.snap.queue_state.push(QueueState::Open);
+        self.snap.queue_guaranteed.push(false);
         self.snap.queue_parent.len() as u32 - 1
     }
 
@@ -145,6 +155,8 @@ impl SnapshotBuilder {
         self.snap.task_namespace.push(0);
         self.snap.task_priority_class.push(0);
         self.snap.task_created_ms.push(0);
+        self.snap.task_started_ms.push(0);
+        self.snap.task_estimated_ms.push(0);
         t
     }
 

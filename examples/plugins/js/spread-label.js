@@ -15,11 +15,11 @@
 // calls only the points listed in `info().points`, but the component must
 // export them all.
 
-import { log } from 'tephra:scheduler/host@0.1.0';
+import { log } from 'tephra:scheduler/host@0.2.0';
 
 const NAME = 'spread-label';
 const VERSION = '0.1.0';
-const CONTRACT = '0.1.0';
+const CONTRACT = '0.2.0';
 const NONE = 0xffffffff;
 const LABEL_BONUS = 10;
 // Statuses in which a task holds resources on its node (host's allocate events).
@@ -180,7 +180,8 @@ export const policy = {
   reclaimable: (_preemptor, _candidates) => ({ tasks: [], vote: 'abstain' }),
   victimTasks: (_candidates) => [],
   targetJob: (_jobs) => undefined,
-  reservedNodes: () => [],
+  // result<list<u32>, string>: return the ok list (lock nothing); `throw "reason"` refuses.
+  reservedNodes: (_owner, _candidates) => [],
   // The SDK's neutral answer: an unknown (NaN) deserved row and share 0.
   queueStatus: (queues) => ({
     deserved: new Float64Array(dims * queues.length).fill(NaN),

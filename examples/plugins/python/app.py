@@ -26,6 +26,7 @@ from wit_world.imports import host
 from wit_world.imports.types import (
     ExtensionPoint,
     Fit,
+    LockOwner,
     PluginInfo,
     QueueFigures,
     Snapshot,
@@ -36,7 +37,7 @@ from componentize_py_types import Err
 
 NAME = "fair-team"
 VERSION = "0.1.0"
-CONTRACT = "0.1.0"
+CONTRACT = "0.2.0"
 USAGE_PREFIX = "usage."
 NO_ID = 0xFFFFFFFF
 
@@ -183,7 +184,8 @@ class Policy(exports.Policy):
     def target_job(self, jobs: List[int]) -> Optional[int]:
         return None
 
-    def reserved_nodes(self) -> List[int]:
+    def reserved_nodes(self, owner: LockOwner, candidates: List[int]) -> List[int]:
+        # Lock nothing (an `Err` would refuse the reservation).
         return []
 
     def queue_status(self, queues: List[int]) -> QueueFigures:

@@ -52,12 +52,13 @@ record!(h::RoleMin => g::RoleMin { job, role, count });
 record!(h::Event => g::Event { kind, task, node, status });
 record!(h::Snapshot => g::Snapshot {
     dims, strings, total, now_ms, node_allocatable, node_used, node_releasing, node_pipelined, node_unschedulable,
-    node_labels, node_taints, queue_parent, queue_weight, queue_priority, queue_reclaimable, queue_state,
-    queue_capability, queue_deserved, queue_guarantee, queue_annotations, queue_affinity, job_queue,
-    job_min_available, job_has_min_resources, job_min_resources, job_min_task_member, job_priority, job_phase,
-    job_created_ms, job_annotations, task_job, task_status, task_node, task_resreq, task_priority,
-    task_preemptable, task_role, task_namespace, task_priority_class, task_created_ms, task_node_selector,
-    task_tolerations, task_affinity
+    node_labels, node_taints, node_locked_job, node_locked_queue, queue_parent, queue_weight, queue_priority,
+    queue_reclaimable, queue_state, queue_capability, queue_deserved, queue_guarantee, queue_annotations,
+    queue_affinity, queue_guaranteed, queue_reserve_percentage, job_queue, job_min_available,
+    job_has_min_resources, job_min_resources, job_min_task_member, job_priority, job_phase, job_created_ms,
+    job_annotations, reservation_targets, task_job, task_status, task_node, task_resreq, task_priority,
+    task_preemptable, task_role, task_namespace, task_priority_class, task_created_ms, task_started_ms,
+    task_estimated_ms, task_node_selector, task_tolerations, task_affinity
 });
 
 fn vote(v: g::Vote) -> h::Vote {
@@ -174,7 +175,13 @@ impl<P: Policy + Send> Backend for Native<P> {
             }
             Call::VictimTasks(c) => Answer::Ids(rt.victim_tasks(c)),
             Call::TargetJob(jobs) => Answer::Id(rt.target_job(jobs)),
-            Call::ReservedNodes => Answer::Ids(rt.reserved_nodes()),
+            Call::ReservedNodes(owner, c) => Answer::Reserved(rt.reserved_nodes(
+                match owner {
+                    h::LockOwner::Job(j) => g::LockOwner::Job(j),
+                    h::LockOwner::Queue(q) => g::LockOwner::Queue(q),
+                },
+                c,
+            )),
             Call::QueueStatus(q) => {
                 let f = rt.queue_status(q);
                 Answer::QueueStatus(h::QueueFigures { deserved: f.deserved, share: f.share })

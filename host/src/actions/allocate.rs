@@ -131,7 +131,7 @@ fn allocate_tasks(
 /// and its predicates.
 fn nominated(ssn: &mut Session, t: u32) -> Option<u32> {
     let n = ssn.extra.task_nominated[t as usize];
-    if n == NONE || ssn.short(ssn.req(t), n, true).is_some() {
+    if n == NONE || ssn.lock_blocks(t, n) || ssn.short(ssn.req(t), n, true).is_some() {
         return None;
     }
     ssn.policies.predicate(&ssn.events, t, &[n])[0].is_none().then_some(n)

@@ -6,6 +6,7 @@ mod backfill;
 mod enqueue;
 mod preempt;
 mod reclaim;
+mod reserve;
 mod shuffle;
 mod victims;
 
@@ -31,6 +32,8 @@ pub fn by_name(name: &str) -> Option<Action> {
         "preempt" => preempt::execute,
         "reclaim" => reclaim::execute,
         "shuffle" => shuffle::execute,
+        "elect" => reserve::elect,
+        "reserve" => reserve::reserve,
         _ => return None,
     })
 }
@@ -167,6 +170,10 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
         while scanned < n && batch.len() < want - out.len() {
             let node = ((start + scanned) % n) as u32;
             scanned += 1;
+            if ssn.lock_blocks(task, node) {
+                *errors.counts.entry(("reservation".into(), ssn.lock_reason(node))).or_default() += 1;
+                continue;
+            }
             if check_resources {
                 if let Some(d) = ssn.short(&req, node, true) {
                     let msg = format!("Insufficient {}", ssn.snap.dims[d]);

@@ -10,10 +10,11 @@ use crate::statement::Statement;
 use crate::wasm::contract::TaskStatus;
 use std::cmp::Ordering;
 
-/// Nodes a preemptor may evict on: all nodes except those where a plugin
-/// predicate fails in a way evictions cannot fix (UnschedulableAndUnresolvable).
+/// Nodes a preemptor may evict on: all nodes not reserved for others, except
+/// those where a plugin predicate fails in a way evictions cannot fix
+/// (UnschedulableAndUnresolvable).
 pub fn candidate_nodes(ssn: &mut Session, task: u32) -> Vec<u32> {
-    let all: Vec<u32> = (0..ssn.nodes() as u32).collect();
+    let all: Vec<u32> = (0..ssn.nodes() as u32).filter(|&n| !ssn.lock_blocks(task, n)).collect();
     let verdicts = ssn.policies.predicate(&ssn.events, task, &all);
     all.into_iter().zip(verdicts).filter(|(_, v)| v.as_ref().is_none_or(|r| !r.unresolvable)).map(|(n, _)| n).collect()
 }

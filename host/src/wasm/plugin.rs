@@ -180,7 +180,7 @@ impl Backend for WasmPlugin {
                 Call::Reclaimable(t, c) => Answer::Victims(p.call_reclaimable(s, t, c)?),
                 Call::VictimTasks(c) => Answer::Ids(p.call_victim_tasks(s, c)?),
                 Call::TargetJob(jobs) => Answer::Id(p.call_target_job(s, jobs)?),
-                Call::ReservedNodes => Answer::Ids(p.call_reserved_nodes(s)?),
+                Call::ReservedNodes(owner, c) => Answer::Reserved(p.call_reserved_nodes(s, owner, c)?),
                 Call::QueueStatus(q) => Answer::QueueStatus(p.call_queue_status(s, q)?),
             })
         })

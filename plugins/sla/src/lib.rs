@@ -4,39 +4,12 @@
 //! PodGroup by the annotation `sla-waiting-time` or `volcano.sh/sla-waiting-time`
 //! (Go duration strings: "1h30m", "45s", "500ms").
 
-use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Vote};
+use tephra_sdk::{parse_duration, Args, ExtensionPoint as P, Policy, Session, Vote};
 
 #[derive(Default)]
 pub struct Sla {
     /// Per job: the moment its SLA expires, if it has one.
     deadline: Vec<Option<f64>>,
-}
-
-/// Parses a Go duration into milliseconds.
-pub fn parse_duration(s: &str) -> Option<f64> {
-    let mut total = 0.0;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let value: f64 = rest[..num_len].parse().ok()?;
-        rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let ms = match &rest[..unit_len] {
-            "h" => 3_600_000.0,
-            "m" => 60_000.0,
-            "s" => 1_000.0,
-            "ms" => 1.0,
-            "us" | "µs" => 1e-3,
-            "ns" => 1e-6,
-            _ => return None,
-        };
-        total += value * ms;
-        rest = &rest[unit_len..];
-    }
-    Some(total)
 }
 
 impl Sla {
@@ -94,16 +67,6 @@ tephra_sdk::export_plugin!(Sla);
 mod tests {
     use super::*;
     use tephra_sdk::SnapshotBuilder;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1h30m"), Some(5_400_000.0));
-        assert_eq!(parse_duration("45s"), Some(45_000.0));
-        assert_eq!(parse_duration("1.5s"), Some(1_500.0));
-        assert_eq!(parse_duration("500ms"), Some(500.0));
-        assert_eq!(parse_duration("soon"), None);
-        assert_eq!(parse_duration(""), None);
-    }
 
     #[test]
     fn expired_jobs_go_first_and_are_permitted() {

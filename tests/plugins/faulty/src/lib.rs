@@ -163,8 +163,8 @@ mod export {
         fn target_job(_j: Vec<u32>) -> Option<u32> {
             None
         }
-        fn reserved_nodes() -> Vec<u32> {
-            vec![]
+        fn reserved_nodes(_o: LockOwner, _c: Vec<u32>) -> Result<Vec<u32>, String> {
+            Ok(vec![])
         }
         fn queue_status(_q: Vec<u32>) -> QueueFigures {
             QueueFigures { deserved: vec![], share: vec![] }
