@@ -45,6 +45,20 @@ pub struct CycleReport {
     pub notices: Vec<String>,
     /// What each shadow plugin would have decided differently.
     pub shadow: Vec<crate::live::ShadowDiff>,
+    /// Big jobs holding a reservation: (job, locked nodes).
+    pub targets: Vec<(String, Vec<String>)>,
+    /// Every reserving queue's `status.reservation`.
+    pub reservations: Vec<ReservationRow>,
+}
+
+/// A queue's `status.reservation`: its locked nodes and their idle total.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReservationRow {
+    pub queue: String,
+    pub nodes: Vec<String>,
+    pub idle: ResourceList,
+    /// Why the policy refused to reserve.
+    pub refused: Option<String>,
 }
 
 impl CycleReport {
@@ -134,10 +148,31 @@ impl CycleReport {
                 let _ = writeln!(s, "    {:<12} allocated {alloc}{des}{share}", q.name);
             }
         }
+        let same = prev.is_some_and(|p| p.targets == self.targets && p.reservations == self.reservations);
+        if !same {
+            for (j, nodes) in &self.targets {
+                let _ = writeln!(s, "  reserved   job {j}: {}", list_or_none(nodes));
+            }
+            for r in &self.reservations {
+                let what = match &r.refused {
+                    Some(why) => format!("refused: {why}"),
+                    None => format!("{} (idle {})", list_or_none(&r.nodes), fmt_list(&r.idle)),
+                };
+                let _ = writeln!(s, "  reserved   queue {}: {what}", r.queue);
+            }
+        }
         for (p, why) in &self.pending {
             let _ = writeln!(s, "  waiting    {p}: {why}");
         }
         s
+    }
+}
+
+fn list_or_none(l: &[String]) -> String {
+    if l.is_empty() {
+        "no nodes".into()
+    } else {
+        l.join(", ")
     }
 }
 

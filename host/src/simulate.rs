@@ -5,7 +5,7 @@
 
 use crate::manifest::{Object, Timed, DURATION};
 use crate::model::*;
-use crate::report::{CycleReport, QueueRow};
+use crate::report::{CycleReport, QueueRow, ReservationRow};
 use crate::resource::ResourceList;
 use crate::scheduler::Scheduler;
 use crate::session::{Decision, Outcome};
@@ -333,6 +333,17 @@ impl Simulation {
         r.faults = out.faults.iter().map(|f| format!("{} {}: {}", f.plugin, f.point, f.message)).collect();
         r.notices = std::mem::take(&mut self.scheduler.notices);
         r.shadow = out.shadow_diffs.clone();
+        r.targets = out.reservations.targets.clone();
+        r.reservations = out
+            .reservation_status
+            .iter()
+            .map(|q| ReservationRow {
+                queue: q.queue.clone(),
+                nodes: q.nodes.clone(),
+                idle: out.dims.iter().cloned().zip(q.idle.iter().copied()).filter(|(_, v)| *v > 0.0).collect(),
+                refused: q.refused.clone(),
+            })
+            .collect();
         self.time += self.options.period;
         r
     }

@@ -36,9 +36,10 @@ pub struct Reservation {
     cap: f64,
     exact_limit: usize,
     budget: usize,
-    /// Nodes held by queues, updated with this session's answers (the
-    /// snapshot does not change within a session).
+    /// Nodes held by queues and by big jobs, updated with this session's
+    /// answers (the snapshot does not change within a session).
     queue_locks: Vec<u32>,
+    job_locks: Vec<u32>,
 }
 
 impl Policy for Reservation {
@@ -64,6 +65,7 @@ impl Policy for Reservation {
         self.exact_limit = args.f64("exactLimit", 16.0)?.clamp(0.0, 24.0) as usize;
         self.budget = args.f64("searchBudget", 200_000.0)?.max(1.0) as usize;
         self.queue_locks = s.snap.node_locked_queue.clone();
+        self.job_locks = s.snap.node_locked_job.clone();
         Ok(())
     }
 
@@ -85,7 +87,16 @@ impl Policy for Reservation {
 
     fn reserved_nodes(&mut self, s: &Session, owner: LockOwner, candidates: &[u32]) -> Result<Vec<u32>, String> {
         match owner {
-            LockOwner::Job(j) => self.for_job(s, j, candidates),
+            LockOwner::Job(j) => {
+                let r = self.for_job(s, j, candidates);
+                for l in self.job_locks.iter_mut().filter(|l| **l == j) {
+                    *l = NONE;
+                }
+                if let Ok(nodes) = &r {
+                    nodes.iter().for_each(|&n| self.job_locks[n as usize] = j);
+                }
+                r
+            }
             LockOwner::Queue(q) => {
                 let r = self.for_queue(s, q, candidates);
                 for l in self.queue_locks.iter_mut().filter(|l| **l == q) {
@@ -112,8 +123,8 @@ impl Policy for Reservation {
                 n != NONE
                     && est > 0
                     && s.task_status(t) == TaskStatus::Running
-                    && s.snap.node_locked_job[n as usize] != NONE
-                    && s.snap.node_locked_job[n as usize] != s.task_job(t)
+                    && self.job_locks[n as usize] != NONE
+                    && self.job_locks[n as usize] != s.task_job(t)
                     && s.snap.now_ms > s.snap.task_started_ms[t as usize] + est
             })
             .collect()
