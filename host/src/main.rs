@@ -257,6 +257,7 @@ fn simulate(run: Run) -> Result<()> {
             }
             let last = reports.last().map(|r| r.cycle).unwrap_or(0);
             let settled = sim.settled_after(reports.last());
+            text += &tephra::report::waits_text(&reports);
             text += &format!("{} after {last} cycles\n", if settled { "settled" } else { "stopped (cycle limit)" });
         }
     }

@@ -168,6 +168,55 @@ impl CycleReport {
     }
 }
 
+/// A job's wait: from arrival (t=0 for jobs present at the start) until it
+/// first ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wait {
+    pub job: String,
+    pub arrived: f64,
+    pub running: Option<f64>,
+}
+
+/// Every job that arrived or started during the run, in arrival order.
+pub fn waits(reports: &[CycleReport]) -> Vec<Wait> {
+    let mut out: Vec<Wait> = Vec::new();
+    for r in reports {
+        for a in &r.arrivals {
+            // A plain pod's PodGroup is made by the podgroup controller.
+            let job = match (a.strip_prefix("podgroup "), a.strip_prefix("pod ").and_then(|p| p.split_once('/'))) {
+                (Some(g), _) => g.to_string(),
+                (None, Some((ns, pod))) => format!("{ns}/podgroup-{pod}"),
+                _ => continue,
+            };
+            out.push(Wait { job, arrived: r.time, running: None });
+        }
+        for (g, _) in r.phases.iter().filter(|(_, ph)| ph == "Running") {
+            match out.iter_mut().find(|w| w.job == *g) {
+                Some(w) if w.running.is_none() => w.running = Some(r.time),
+                Some(_) => {}
+                None => out.push(Wait { job: g.clone(), arrived: 0.0, running: Some(r.time) }),
+            }
+        }
+    }
+    out
+}
+
+/// The waits as text lines, one per job.
+pub fn waits_text(reports: &[CycleReport]) -> String {
+    let end = reports.last().map_or(0.0, |r| r.time);
+    let mut s = String::from(
+        "waits (arrival → first running):
+",
+    );
+    for w in waits(reports) {
+        let _ = match w.running {
+            Some(t) => writeln!(s, "  {:<24} {}s (t={}s → t={t}s)", w.job, t - w.arrived, w.arrived),
+            None => writeln!(s, "  {:<24} still waiting at t={end}s (arrived t={}s)", w.job, w.arrived),
+        };
+    }
+    s
+}
+
 fn list_or_none(l: &[String]) -> String {
     if l.is_empty() {
         "no nodes".into()

@@ -39,7 +39,7 @@ pub fn elect(ssn: &mut Session) {
 /// with a guarantee; then evicts where a reservation demands it.
 pub fn reserve(ssn: &mut Session) {
     for j in ssn.snap.reservation_targets.clone() {
-        if ssn.job_is_ready(j) || !waiting(ssn, j) {
+        if !waiting(ssn, j) {
             ssn.release_target(j);
             continue;
         }
@@ -58,12 +58,17 @@ pub fn reserve(ssn: &mut Session) {
     evict_for_guaranteed(ssn);
 }
 
-/// Jobs that can be reservation targets: not admitted yet or admitted but
-/// not running, not ready, with a task still pending.
+/// Jobs that can be reservation targets: not admitted yet (a Volcano Job
+/// has no pods before), or admitted, not ready, with a task still pending.
 fn waiting(ssn: &Session, j: u32) -> bool {
-    matches!(ssn.snap.job_phase[j as usize], JobPhase::Pending | JobPhase::Inqueue)
-        && !ssn.job_is_ready(j)
-        && ssn.extra.job_tasks[j as usize].iter().any(|&t| ssn.task_status(t) == TaskStatus::Pending)
+    match ssn.snap.job_phase[j as usize] {
+        JobPhase::Pending => true,
+        JobPhase::Inqueue => {
+            !ssn.job_is_ready(j)
+                && ssn.extra.job_tasks[j as usize].iter().any(|&t| ssn.task_status(t) == TaskStatus::Pending)
+        }
+        _ => false,
+    }
 }
 
 fn arg<'a>(ssn: &'a Session, action: &str, key: &str) -> Option<&'a str> {
@@ -71,13 +76,15 @@ fn arg<'a>(ssn: &'a Session, action: &str, key: &str) -> Option<&'a str> {
 }
 
 /// Nodes a target may lock: its own, or free ones that its first pending
-/// task could ever use (no unresolvable predicate failure).
+/// task (if it has pods yet) could ever use (no unresolvable predicate
+/// failure).
 fn job_candidates(ssn: &mut Session, j: u32) -> Vec<u32> {
-    let Some(t) = ssn.extra.job_tasks[j as usize].iter().copied().find(|&t| ssn.task_status(t) == TaskStatus::Pending)
-    else {
-        return Vec::new();
+    let first = ssn.extra.job_tasks[j as usize].iter().copied().find(|&t| ssn.task_status(t) == TaskStatus::Pending);
+    let nodes = match first {
+        Some(t) => candidate_nodes(ssn, t),
+        None => (0..ssn.nodes() as u32).collect(),
     };
-    candidate_nodes(ssn, t)
+    nodes
         .into_iter()
         .filter(|&n| {
             let (lj, lq) = (ssn.snap.node_locked_job[n as usize], ssn.snap.node_locked_queue[n as usize]);

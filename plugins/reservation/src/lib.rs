@@ -298,12 +298,12 @@ impl Reservation {
                 }
             })
             .collect();
-        let req = Request {
-            target: dims.iter().map(|&k| target[k]).collect(),
-            total: dims.iter().map(|&k| total[k]).collect(),
-            cluster_nodes: s.nodes(),
+        let req = Request::new(
+            dims.iter().map(|&k| target[k]).collect(),
+            dims.iter().map(|&k| total[k]).collect(),
             count,
-        };
+            &cands,
+        );
         let found = if cands.len() <= self.exact_limit {
             select::exact(&req, &cands)
         } else {
@@ -373,6 +373,10 @@ fn job_need(s: &Session, j: u32, pending: &[u32]) -> Vec<f64> {
     let mut row = vec![0.0; s.dims()];
     for &t in &sorted[..take] {
         tephra_sdk::resource::add(&mut row, s.task_req(t));
+    }
+    // Not admitted yet, so no pods: the PodGroup's minResources says it.
+    if let Some(m) = s.job_min_resources(j) {
+        row.iter_mut().zip(m).for_each(|(r, m)| *r = r.max(m));
     }
     row
 }

@@ -1,25 +1,24 @@
 //! Choosing the nodes to lock for a queue (seed 000): among node sets that
 //! cover the request, the one with the best weighted score. Exact over all
-//! subsets for few candidates; multi-start greedy plus local search (remove,
-//! add, swap, 2-for-1 and 1-for-2 exchanges) beyond.
+//! subsets for few candidates; multi-start greedy plus iterated local search
+//! (remove, add, swap, 2-for-1, 1-for-2, 2-for-2 exchanges) beyond.
 //!
-//! Resource amounts are scalarised as the mean, over the requested
-//! dimensions, of the share of the cluster total; the node count as the
-//! share of all nodes. With `surplus = Σ − target`, `used` the queue's own
-//! usage already on the nodes and `idle` their idle resources, the seed's
-//! score is
+//! The seed weighs four criteria: 0.4 least surplus (`Σ − target`), 0.35
+//! most of the queue's own usage already on the nodes, 0.15 fewest nodes,
+//! 0.1 most idle. Its formula divides every term by the same sum
+//! `(Σ − target) + used + n + idle`; taken literally that sum grows with
+//! `used` and `idle`, so more usage or more idle *lowers* the score (a
+//! Best-Effort queue then prefers its competitors' busiest nodes). We keep
+//! the weights and the normalisation to a common scale, but normalise each
+//! criterion by its largest possible value among the candidates, so every
+//! term lies in [0, 1] and points the way the seed says:
 //!
 //! ```text
-//! (0.4 / surplus + 0.35 · used + 0.15 / n + 0.1 · idle) / (surplus + used + n + idle)
+//! 0.4 (1 − surplus/surplus_max) + 0.35 used/used_max + 0.15 (1 − n/n_max) + 0.1 idle/idle_max
 //! ```
 //!
-//! with `surplus` floored at [`EPSILON`] (0.1 % of the cluster) so an exact
-//! fit scores finitely. Taken literally, as here, the normaliser grows with
-//! `used` and `idle` too, so the surplus term decides almost every ranking
-//! and the other three mostly break ties between equally tight sets.
-
-/// The smallest surplus the score distinguishes.
-pub const EPSILON: f64 = 1e-3;
+//! Resource amounts are scalarised as the mean, over the requested
+//! dimensions, of the share of the cluster total.
 
 /// One candidate node, already scalarised where the score needs a scalar.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,11 +38,11 @@ pub struct Request {
     pub target: Vec<f64>,
     /// The cluster total per requested dimension (the share denominators).
     pub total: Vec<f64>,
-    /// Number of nodes in the cluster.
-    pub cluster_nodes: usize,
     /// `Some(k)`: exactly k nodes (percentage mode), the surplus is then the
     /// distance from the target; `None`: a cover of the target.
     pub count: Option<usize>,
+    /// The largest surplus, usage, node count and idle any set can have.
+    max: [f64; 4],
 }
 
 /// Running sums of a node set.
@@ -70,6 +69,28 @@ impl Sums {
 }
 
 impl Request {
+    /// A request over `cands`, the candidates it will be scored against.
+    pub fn new(target: Vec<f64>, total: Vec<f64>, count: Option<usize>, cands: &[Candidate]) -> Self {
+        let mut r = Request { target, total, count, max: [0.0; 4] };
+        let mut all = Sums::new(r.target.len());
+        cands.iter().for_each(|c| all.add(c, 1.0));
+        let reach = r.surplus(&all).max(r.surplus(&Sums::new(r.target.len())));
+        r.max = [reach, all.used, all.n as f64, all.idle];
+        r
+    }
+
+    /// Σ − target (its distance in count mode), as a mean share.
+    fn surplus(&self, s: &Sums) -> f64 {
+        let d = self.target.len().max(1) as f64;
+        (0..self.target.len())
+            .map(|i| {
+                let gap = s.alloc[i] - self.target[i];
+                self.share(i, if self.count.is_some() { gap.abs() } else { gap.max(0.0) })
+            })
+            .sum::<f64>()
+            / d
+    }
+
     fn covers(&self, s: &Sums) -> bool {
         match self.count {
             Some(k) => s.n == k,
@@ -85,23 +106,17 @@ impl Request {
         }
     }
 
-    /// The seed's score of a feasible set (higher is better).
+    /// The weighted score of a feasible set (higher is better), in [0, 1].
     fn score(&self, s: &Sums) -> f64 {
         if s.n == 0 {
             return f64::NEG_INFINITY;
         }
-        let d = self.target.len().max(1) as f64;
-        let surplus: f64 = (0..self.target.len())
-            .map(|i| {
-                let gap = s.alloc[i] - self.target[i];
-                self.share(i, if self.count.is_some() { gap.abs() } else { gap.max(0.0) })
-            })
-            .sum::<f64>()
-            / d;
-        let surplus = surplus.max(EPSILON);
-        let n = s.n as f64 / self.cluster_nodes.max(1) as f64;
-        let denom = surplus + s.used + n + s.idle;
-        (0.4 / surplus + 0.35 * s.used + 0.15 / n + 0.1 * s.idle) / denom
+        let part = |x: f64, max: f64| if max > 0.0 { x / max } else { 0.0 };
+        let [surplus, used, n, idle] = self.max;
+        0.4 * (1.0 - part(self.surplus(s), surplus))
+            + 0.35 * part(s.used, used)
+            + 0.15 * (1.0 - part(s.n as f64, n))
+            + 0.1 * part(s.idle, idle)
     }
 
     /// The score of `set` (indexes into `cands`), if it is feasible.
@@ -347,14 +362,14 @@ mod tests {
         Candidate { alloc: vec![cpu], used, idle }
     }
 
-    fn request(target: f64, total: f64, nodes: usize) -> Request {
-        Request { target: vec![target], total: vec![total], cluster_nodes: nodes, count: None }
+    fn request(target: f64, total: f64, cands: &[Candidate]) -> Request {
+        Request::new(vec![target], vec![total], None, cands)
     }
 
     #[test]
     fn exact_prefers_the_tightest_cover() {
         let cands = vec![node(8.0, 0.0, 0.0), node(4.0, 0.0, 0.0), node(4.0, 0.0, 0.0), node(2.0, 0.0, 0.0)];
-        let req = request(6.0, 18.0, 4);
+        let req = request(6.0, 18.0, &cands);
         // A 4 and the 2 cover 6 exactly (nodes 1 and 2 are interchangeable).
         for set in [exact(&req, &cands).unwrap(), heuristic(&req, &cands, 10_000).unwrap()] {
             assert!(set == vec![1, 3] || set == vec![2, 3], "{set:?}");
@@ -362,12 +377,21 @@ mod tests {
     }
 
     #[test]
-    fn score_is_the_seed_formula() {
-        // One node of 6 cpu for a target of 4 out of 20: surplus 0.1, the
-        // queue uses 0.05 there, idle 0.2, n = 1 of 4 nodes = 0.25.
-        let cands = vec![node(6.0, 0.05, 0.2)];
-        let req = request(4.0, 20.0, 4);
-        let want = (0.4 / 0.1 + 0.35 * 0.05 + 0.15 / 0.25 + 0.1 * 0.2) / (0.1 + 0.05 + 0.25 + 0.2);
+    fn every_criterion_points_the_seeds_way() {
+        // Equal cover and size: the node with the queue's usage wins, then the more idle.
+        let cands = vec![node(4.0, 0.0, 0.1), node(4.0, 0.2, 0.0), node(4.0, 0.0, 0.0)];
+        let req = request(4.0, 12.0, &cands);
+        assert_eq!(exact(&req, &cands), Some(vec![1]));
+        let cands = vec![node(4.0, 0.0, 0.0), node(4.0, 0.0, 0.3)];
+        assert_eq!(exact(&request(4.0, 8.0, &cands), &cands), Some(vec![1]));
+        // Same cover, one node beats two.
+        let cands = vec![node(2.0, 0.0, 0.0), node(2.0, 0.0, 0.0), node(4.0, 0.0, 0.0)];
+        assert_eq!(exact(&request(4.0, 8.0, &cands), &cands), Some(vec![2]));
+        // The formula, by hand: one 6-cpu node of two for 4 of 10 cpu.
+        let cands = vec![node(6.0, 0.1, 0.2), node(4.0, 0.0, 0.2)];
+        let req = request(4.0, 10.0, &cands);
+        // surplus_max = 10 − 4 = 0.6 of the cluster; used_max 0.1; n_max 2; idle_max 0.4.
+        let want = 0.4 * (1.0 - 0.2 / 0.6) + 0.35 * 1.0 + 0.15 * 0.5 + 0.1 * 0.5;
         let got = req.score_of(&cands, &[0]).unwrap();
         assert!((got - want).abs() < 1e-9, "{got} != {want}");
     }
@@ -375,14 +399,14 @@ mod tests {
     #[test]
     fn no_cover_no_set() {
         let cands = vec![node(2.0, 0.0, 0.0)];
-        assert_eq!(exact(&request(4.0, 2.0, 1), &cands), None);
-        assert_eq!(heuristic(&request(4.0, 2.0, 1), &cands, 100), None);
+        assert_eq!(exact(&request(4.0, 2.0, &cands), &cands), None);
+        assert_eq!(heuristic(&request(4.0, 2.0, &cands), &cands, 100), None);
     }
 
     #[test]
     fn count_mode_takes_exactly_k() {
         let cands = vec![node(8.0, 0.0, 0.0), node(4.0, 0.0, 0.0), node(4.0, 0.0, 0.0)];
-        let req = Request { count: Some(2), ..request(8.0, 16.0, 3) };
+        let req = Request::new(vec![8.0], vec![16.0], Some(2), &cands);
         let set = exact(&req, &cands).unwrap();
         assert_eq!(set, vec![1, 2]);
         assert_eq!(heuristic(&req, &cands, 1000).unwrap().len(), 2);
@@ -421,12 +445,8 @@ mod tests {
             }
             let frac = 0.1 + rng(&mut seed) * 0.6;
             let count = (rng(&mut seed) < 0.2).then(|| ((n as f64 * frac).floor() as usize).max(1));
-            let req = Request {
-                target: vec![total[0] * frac, total[1] * frac * (0.5 + rng(&mut seed))],
-                total: total.clone(),
-                cluster_nodes: n,
-                count,
-            };
+            let target = vec![total[0] * frac, total[1] * frac * (0.5 + rng(&mut seed))];
+            let req = Request::new(target, total.clone(), count, &cands);
             let Some(best) = exact(&req, &cands) else { continue };
             let opt = req.score_of(&cands, &best).unwrap();
             let got = heuristic(&req, &cands, 200_000).expect("the heuristic finds a feasible set");
