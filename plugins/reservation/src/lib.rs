@@ -21,6 +21,7 @@
 //!   v1.1 instead (one more node, the most idle, per cycle).
 
 pub mod select;
+mod shapes;
 
 use select::{Candidate, Request};
 use tephra_sdk::{Args, ExtensionPoint as P, LockOwner, Policy, Session, TaskStatus, Vote, NONE};
@@ -63,7 +64,7 @@ impl Policy for Reservation {
             return Err(format!("argument maxReservedFraction: {} is not in [0, 1]", self.cap));
         }
         self.exact_limit = args.f64("exactLimit", 16.0)?.clamp(0.0, 24.0) as usize;
-        self.budget = args.f64("searchBudget", 200_000.0)?.max(1.0) as usize;
+        self.budget = args.f64("searchBudget", 20_000.0)?.max(1.0) as usize;
         self.queue_locks = s.snap.node_locked_queue.clone();
         self.job_locks = s.snap.node_locked_job.clone();
         Ok(())
@@ -232,7 +233,7 @@ impl Reservation {
                 }
             }
         }
-        let usable: Vec<u32> = candidates.iter().copied().filter(|&n| self.queue_may_use(s, q, n)).collect();
+        let usable = self.usable_by_queue(s, q, candidates);
         let mut options = Vec::new();
         if guarantee.iter().any(|&x| x > 0.0) {
             options.push(self.choose(s, q, &usable, &guarantee, None)?);
@@ -323,12 +324,18 @@ impl Reservation {
         Ok(pick.into_iter().map(|i| usable[i]).collect())
     }
 
-    /// Node groups (the queue's or its nearest ancestor's) and hard taints.
-    fn queue_may_use(&self, s: &Session, q: u32, n: u32) -> bool {
-        let hard =
-            s.snap.node_taints.iter().any(|t| t.node == n && matches!(s.str(t.effect), "NoSchedule" | "NoExecute"));
-        if hard {
-            return false;
+    /// Nodes of the queue's node groups (its own or its nearest ancestor's
+    /// affinity) without a NoSchedule or NoExecute taint.
+    fn usable_by_queue(&self, s: &Session, q: u32, candidates: &[u32]) -> Vec<u32> {
+        let mut blocked = vec![false; s.nodes()];
+        for t in &s.snap.node_taints {
+            if matches!(s.str(t.effect), "NoSchedule" | "NoExecute") {
+                blocked[t.node as usize] = true;
+            }
+        }
+        let mut group = vec![None; s.nodes()];
+        for l in s.snap.node_labels.iter().filter(|l| s.str(l.key) == GROUP_LABEL) {
+            group[l.owner as usize] = Some(l.value);
         }
         let mut owner = q;
         for _ in 0..s.queues() {
@@ -337,15 +344,20 @@ impl Reservation {
             }
             owner = s.snap.queue_parent[owner as usize];
         }
-        let group = s.snap.node_labels.iter().find(|l| l.owner == n && s.str(l.key) == GROUP_LABEL).map(|l| l.value);
         let listed = |kind: &str| -> Vec<u32> {
             s.snap.queue_affinity.iter().filter(|a| a.owner == owner && s.str(a.key) == kind).map(|a| a.value).collect()
         };
-        let required = listed("required");
-        if !required.is_empty() && !group.is_some_and(|g| required.contains(&g)) {
-            return false;
-        }
-        !group.is_some_and(|g| listed("anti-required").contains(&g))
+        let (required, anti) = (listed("required"), listed("anti-required"));
+        candidates
+            .iter()
+            .copied()
+            .filter(|&n| {
+                let g = group[n as usize];
+                !blocked[n as usize]
+                    && (required.is_empty() || g.is_some_and(|g| required.contains(&g)))
+                    && !g.is_some_and(|g| anti.contains(&g))
+            })
+            .collect()
     }
 }
 
