@@ -277,7 +277,9 @@ wait_port() {
     local dir="$1" name="$2" port="$3" i
     for ((i = 0; i < 300; i++)); do
         port_free "$port" || return 0
-        live_pid "$dir" "$name" >/dev/null || return 1
+        # kill -0, not live_pid: until the spawned shell has exec'd, its
+        # command line is env.sh's own and would not match DIR/.
+        kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null || return 1
         sleep 0.1
     done
     return 1
