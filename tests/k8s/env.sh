@@ -95,6 +95,8 @@ build_binaries() {
         log "kube-apiserver and kubectl $K8S_VERSION already in $BIN"
         return
     fi
+    # An older Go (Debian's) fetches the toolchain go.mod asks for through the module proxy.
+    command -v go >/dev/null || apt_install golang-go
     command -v go >/dev/null || die "go is not installed (it builds kube-apiserver and kubectl)"
     mkdir -p "$BIN"
     # What the upstream build stamps into its binaries (hack/lib/version.sh):

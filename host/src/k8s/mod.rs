@@ -138,6 +138,7 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
     let mut conv = source::Converter::default();
     let mut config_hash = opts.config_path.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| crate::wasm::content_hash(&b));
     let mut was_leader = false;
+    let mut api_down = false;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(opts.period) => {}
@@ -177,6 +178,22 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
             continue;
         }
         was_leader = true;
+        // While the API server is away every write would fail; wait for it
+        // (the watches relist by themselves when it is back).
+        match client.apiserver_version().await {
+            Ok(_) if api_down => {
+                api_down = false;
+                tracing::warn!("the API server answers again; scheduling resumes");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                if !api_down {
+                    tracing::warn!("the API server does not answer ({e}); cycles pause until it does");
+                }
+                api_down = true;
+                continue;
+            }
+        }
         report_invalid(&rec, &view).await;
         controller::ensure_queues(&client, &view).await;
         controller::podgroups_for_plain_pods(&client, &view).await;

@@ -176,6 +176,7 @@ impl Sink {
                     if let Some(uid) = pod.metadata.uid.clone() {
                         self.assumed.evictions.insert(uid, Instant::now());
                     }
+                    tracing::info!("evicted {} ({reason})", key(&pod));
                     applied.evicted.push(key(&pod));
                 }
                 Err(e) => {
