@@ -332,7 +332,7 @@ spec:
         pod(ns, "train-1", "1", Some("train"), ""),
         pod(ns, "plain", "500m", None, ""),
         pod(ns, "huge", "64", None, ""),
-    );
+    ) + &pod(ns, "picky", "100m", None, "").replace("  containers:", "  nodeSelector: {disk: ssd}\n  containers:");
     let mut t = Tephra::start(&c, "a", &[]);
     c.apply(&volcano_yaml);
     let placed = wait(&c, ns, 60, "train-0, train-1 and plain bound", || {
@@ -371,6 +371,15 @@ spec:
     assert_eq!(huge["reason"], "Unschedulable");
     let msg = huge["message"].as_str().unwrap().to_string();
     assert!(msg.contains("nodes are available") || msg.contains("queue") || msg.contains("resource"), "{msg}");
+    // A node-level rejection names the plugin that made it.
+    let picky = wait(&c, ns, 30, "picky PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "picky"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    let pm = picky["message"].as_str().unwrap();
+    assert!(pm.starts_with("0/2 nodes are available") && pm.contains("(predicates)"), "{pm}");
+    assert_eq!(c.placements(ns)["picky"], "");
     std::thread::sleep(Duration::from_secs(3)); // ~10 more cycles
     let failed: Vec<_> = c.events(ns, "FailedScheduling").into_iter().filter(|(o, _)| o == "huge").collect();
     assert_eq!(failed.len(), 1, "FailedScheduling written once per distinct message: {failed:?}");
