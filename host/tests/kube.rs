@@ -361,7 +361,9 @@ spec:
         let q = c.json(&["get", "queue", "research"]);
         (q["status"]["allocated"]["cpu"] == "2" && q["status"]["allocated"]["memory"] == "2147483648").then_some(())
     });
-    c.kubectl(&["get", "queue", "default", "root"]);
+    for q in ["default", "root", "research"] {
+        wait(&c, ns, 10, "queues Open", || (c.json(&["get", "queue", q])["status"]["state"] == "Open").then_some(()));
+    }
     // The pod that fits nowhere: PodScheduled=False with the plugin's reason, one event per distinct message.
     let huge = wait(&c, ns, 30, "huge PodScheduled=False", || {
         let p = c.json(&["get", "pod", "-n", ns, "huge"]);

@@ -150,7 +150,11 @@ async fn queues(client: &Client, out: &Outcome, view: &View) {
                 have.insert(k.clone(), resource::parse_resource(k, &q).unwrap_or(f64::NAN));
             }
         }
-        let extra = queue_status_extra(out, name);
+        let mut extra = queue_status_extra(out, name);
+        // No Volcano queue controller runs beside tephra: a new Queue is Open.
+        if obj.data.get("status").and_then(|s| s.get("state")).is_none_or(Value::is_null) {
+            extra.insert("state".into(), json!("Open"));
+        }
         let same = have.len() == want.len()
             && want.iter().all(|(k, v)| have.get(k).is_some_and(|h| (h - v).abs() < resource::EPSILON))
             && extra.iter().all(|(k, v)| obj.data.get("status").and_then(|s| s.get(k)) == Some(v));
