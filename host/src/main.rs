@@ -180,7 +180,7 @@ fn serve(s: Serve) -> Result<()> {
         scheduler_name: s.scheduler_name,
         admin: s.admin,
         period: s.period,
-        leader_elect: s.leader_elect.then(|| (s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
+        leader_elect: s.leader_elect.then_some((s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
         lease: tephra::k8s::leader::Timing {
             duration: s.leader_elect_lease_duration,
             renew_deadline: s.leader_elect_renew_deadline,

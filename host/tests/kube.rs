@@ -53,10 +53,8 @@ impl Cluster {
         let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
         let kubectl = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("kubectl");
         let text = std::fs::read_to_string(&kubeconfig).unwrap();
-        let sa = text.replace(
-            "  user:\n    token:",
-            "  user:\n    as: system:serviceaccount:tephra-system:tephra\n    token:",
-        );
+        let sa = text
+            .replace("  user:\n    token:", "  user:\n    as: system:serviceaccount:tephra-system:tephra\n    token:");
         assert_ne!(sa, text, "kubeconfig layout changed");
         let sa_kubeconfig = dir.join("kubeconfig-sa");
         std::fs::write(&sa_kubeconfig, sa).unwrap();
@@ -64,7 +62,12 @@ impl Cluster {
         for f in ["00-namespace.yaml", "10-crds.yaml", "20-rbac.yaml"] {
             c.kubectl(&["apply", "-f", repo().join("deploy").join(f).to_str().unwrap()]);
         }
-        c.kubectl(&["wait", "--for=condition=Established", "crd/queues.scheduling.volcano.sh", "crd/podgroups.scheduling.volcano.sh"]);
+        c.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/queues.scheduling.volcano.sh",
+            "crd/podgroups.scheduling.volcano.sh",
+        ]);
         c
     }
 
@@ -101,7 +104,9 @@ impl Cluster {
 
     /// A Ready node with this much cpu (and 32Gi memory, 110 pods).
     fn node(&self, name: &str, cpu: &str) {
-        self.apply(&format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n"));
+        self.apply(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n"
+        ));
         let status = format!(
             r#"{{"status":{{"capacity":{{"cpu":"{cpu}","memory":"32Gi","pods":"110"}},"allocatable":{{"cpu":"{cpu}","memory":"32Gi","pods":"110"}},"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","message":"test"}}]}}}}"#
         );
@@ -136,7 +141,17 @@ impl Cluster {
                 let _ = self.try_kubectl(&["delete", "pod", "-n", ns, name, "--grace-period=0", "--force"], None);
             } else if p["spec"]["nodeName"].is_string() && p["status"]["phase"] == "Pending" {
                 let _ = self.try_kubectl(
-                    &["patch", "pod", "-n", ns, name, "--subresource=status", "--type=merge", "-p", r#"{"status":{"phase":"Running"}}"#],
+                    &[
+                        "patch",
+                        "pod",
+                        "-n",
+                        ns,
+                        name,
+                        "--subresource=status",
+                        "--type=merge",
+                        "-p",
+                        r#"{"status":{"phase":"Running"}}"#,
+                    ],
                     None,
                 );
             }
@@ -332,7 +347,8 @@ spec:
         pod(ns, "train-1", "1", Some("train"), ""),
         pod(ns, "plain", "500m", None, ""),
         pod(ns, "huge", "64", None, ""),
-    ) + &pod(ns, "picky", "100m", None, "").replace("  containers:", "  nodeSelector: {disk: ssd}\n  containers:");
+    ) + &pod(ns, "picky", "100m", None, "")
+        .replace("  containers:", "  nodeSelector: {disk: ssd}\n  containers:");
     let mut t = Tephra::start(&c, "a", &[]);
     c.apply(&volcano_yaml);
     let placed = wait(&c, ns, 60, "train-0, train-1 and plain bound", || {
@@ -391,7 +407,15 @@ spec:
         let n = scheduled.iter().filter(|(o, m)| o == p && m.starts_with("Successfully assigned")).count();
         assert_eq!(n, 1, "one Scheduled event for {p}: {scheduled:?}");
     }
-    let hg = c.kubectl(&["get", "pod", "-n", ns, "huge", "-o", "jsonpath={.metadata.annotations.scheduling\\.k8s\\.io/group-name}"]);
+    let hg = c.kubectl(&[
+        "get",
+        "pod",
+        "-n",
+        ns,
+        "huge",
+        "-o",
+        "jsonpath={.metadata.annotations.scheduling\\.k8s\\.io/group-name}",
+    ]);
     let g = c.json(&["get", "podgroup", "-n", ns, &hg]);
     assert!(
         g["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|x| x["type"] == "Unschedulable")),
@@ -434,7 +458,10 @@ fn gang_all_or_nothing() {
     // Wait until tephra has looked at the gang and said why it waits.
     wait(&c, ns, 30, "PodGroup g Unschedulable condition", || {
         let g = c.json(&["get", "podgroup", "-n", ns, "g"]);
-        g["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|x| x["type"] == "Unschedulable")).then_some(())
+        g["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|x| x["type"] == "Unschedulable"))
+            .then_some(())
     });
     for _ in 0..10 {
         let p = c.placements(ns);
@@ -495,7 +522,9 @@ fn reclaim_evicts_and_restarts() {
         std::thread::sleep(Duration::from_millis(300));
     };
     assert!(
-        conditions.as_array().is_some_and(|cs| cs.iter().any(|x| x["type"] == "DisruptionTarget" && x["status"] == "True")),
+        conditions
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|x| x["type"] == "DisruptionTarget" && x["status"] == "True")),
         "{conditions}"
     );
     let evict = c.events(ns, "Evict");
@@ -583,7 +612,8 @@ fn leader_failover() {
     let a = Tephra::start(&c, "replica-a", &le);
     std::thread::sleep(Duration::from_secs(2));
     let mut b = Tephra::start(&c, "replica-b", &le);
-    let holder = || c.kubectl(&["get", "lease", "-n", "tephra-system", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
+    let holder =
+        || c.kubectl(&["get", "lease", "-n", "tephra-system", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
     let first = wait(&c, ns, 30, "a lease holder", || Some(holder()).filter(|h| !h.is_empty()));
     assert_eq!(first, "replica-a", "the first replica up leads");
     let batch = |from: usize| (from..from + 6).map(|i| pod(ns, &format!("p{i}"), "100m", None, "")).collect::<String>();
@@ -624,7 +654,9 @@ fn deploy_manifests_validate() {
     let c = Cluster::start("deploy");
     let deploy = repo().join("deploy");
     let out = c.kubectl(&["apply", "--dry-run=server", "-f", deploy.to_str().unwrap()]);
-    for kind in ["deployment.apps/tephra-scheduler", "service/tephra-scheduler-metrics", "configmap/tephra-scheduler-config"] {
+    for kind in
+        ["deployment.apps/tephra-scheduler", "service/tephra-scheduler-metrics", "configmap/tephra-scheduler-config"]
+    {
         assert!(out.contains(kind), "{out}");
     }
     let sa = "--as=system:serviceaccount:tephra-system:tephra";

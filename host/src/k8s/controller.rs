@@ -62,11 +62,8 @@ fn podgroup_for(obj: &Pod, pod: &ModelPod) -> Option<(String, serde_json::Value)
         Some(o) => json!(o),
         None => json!({"apiVersion": "v1", "kind": "Pod", "name": obj.name_any(), "uid": uid, "controller": true}),
     };
-    let min: u32 = pod
-        .annotations
-        .get("scheduling.volcano.sh/group-min-member")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let min: u32 =
+        pod.annotations.get("scheduling.volcano.sh/group-min-member").and_then(|v| v.parse().ok()).unwrap_or(1);
     let min_resources: BTreeMap<String, String> =
         pod.requests.iter().map(|(k, v)| (k.clone(), quantity(k, v * f64::from(min)))).collect();
     let mut spec = json!({
@@ -98,8 +95,10 @@ pub async fn podgroups_for_plain_pods(client: &Client, view: &View) -> usize {
         if !view.podgroups.contains_key(&format!("{}/{name}", pod.namespace)) {
             let pgs: Api<DynamicObject> = Api::namespaced_with(client.clone(), &pod.namespace, &podgroup_resource());
             let Ok(pg) = serde_json::from_value::<DynamicObject>(pg) else { continue };
-            if !ok_or_exists(pgs.create(&PostParams::default(), &pg).await, &format!("creating PodGroup for {}", pod.key()))
-            {
+            if !ok_or_exists(
+                pgs.create(&PostParams::default(), &pg).await,
+                &format!("creating PodGroup for {}", pod.key()),
+            ) {
                 continue;
             }
         }

@@ -25,7 +25,11 @@ pub struct Timing {
 
 impl Default for Timing {
     fn default() -> Self {
-        Timing { duration: Duration::from_secs(15), renew_deadline: Duration::from_secs(10), retry: Duration::from_secs(2) }
+        Timing {
+            duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry: Duration::from_secs(2),
+        }
     }
 }
 
@@ -143,7 +147,8 @@ impl Elector {
                 Some((s, _)) if *s == seen => {}
                 _ => self.observed = Some((seen, Instant::now())),
             }
-            let duration = spec.lease_duration_seconds.map_or(self.timing.duration, |s| Duration::from_secs(s.max(1) as u64));
+            let duration =
+                spec.lease_duration_seconds.map_or(self.timing.duration, |s| Duration::from_secs(s.max(1) as u64));
             let since = self.observed.as_ref().map_or(Duration::ZERO, |(_, t)| t.elapsed());
             if since < duration {
                 self.set(false);

@@ -136,7 +136,8 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
     let rec = events::Recorder::new(client.clone(), &opts.scheduler_name, &opts.identity);
     let mut sink = sink::Sink::new(client.clone(), opts.evict_mode, opts.bind_concurrency, &opts.scheduler_name);
     let mut conv = source::Converter::default();
-    let mut config_hash = opts.config_path.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| crate::wasm::content_hash(&b));
+    let mut config_hash =
+        opts.config_path.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| crate::wasm::content_hash(&b));
     let mut was_leader = false;
     let mut api_down = false;
     loop {

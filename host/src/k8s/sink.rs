@@ -114,7 +114,13 @@ fn key(p: &Pod) -> String {
 
 impl Sink {
     pub fn new(client: Client, mode: EvictMode, concurrency: usize, scheduler_name: &str) -> Self {
-        Sink { client, mode, concurrency: concurrency.max(1), assumed: Assumed::default(), scheduler_name: scheduler_name.into() }
+        Sink {
+            client,
+            mode,
+            concurrency: concurrency.max(1),
+            assumed: Assumed::default(),
+            scheduler_name: scheduler_name.into(),
+        }
     }
 
     /// Applies the decisions of `out`, taken on `view`.
@@ -283,7 +289,10 @@ pub async fn set_condition(client: &Client, pod: &Pod, mut condition: serde_json
     condition["lastTransitionTime"] = json!(Timestamp::now().to_string());
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
     let patch = json!({"status": {"conditions": [condition]}});
-    api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(&patch)).await.map(|_| ()).map_err(api_error)
+    api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .map(|_| ())
+        .map_err(api_error)
 }
 
 async fn evict(client: &Client, pod: &Pod, reason: &str, mode: EvictMode, scheduler: &str) -> Result<(), String> {

@@ -84,7 +84,8 @@ impl Source {
     pub fn start(client: &Client, scheduler_name: &str) -> Source {
         let pods: Api<Pod> = Api::all(client.clone());
         let ours = watcher::Config::default().fields(&format!("spec.schedulerName={scheduler_name}"));
-        let others = watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler_name},spec.nodeName!="));
+        let others =
+            watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler_name},spec.nodeName!="));
         let qr = queue_resource();
         let pgr = podgroup_resource();
         Source {
@@ -231,8 +232,8 @@ impl Converter {
         // Stable orders: creation, then name (the caches iterate in hash order).
         c.nodes.sort_by(|a, b| a.name.cmp(&b.name));
         c.queues.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
-        c.podgroups.sort_by(|a, b| (a.created, a.key()).cmp(&(b.created, b.key())));
-        c.pods.sort_by(|a, b| (a.created, a.key()).cmp(&(b.created, b.key())));
+        c.podgroups.sort_by_cached_key(|g| (g.created, g.key()));
+        c.pods.sort_by_cached_key(|p| (p.created, p.key()));
         view
     }
 }

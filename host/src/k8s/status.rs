@@ -6,7 +6,7 @@
 use super::events::{reference, Kind, Recorder};
 use super::sink::set_condition;
 use super::source::{podgroup_resource, queue_resource, View, VOLCANO_API};
-use crate::model::{PodPhase, PodGroup};
+use crate::model::{PodGroup, PodPhase};
 use crate::resource::{self, ResourceList};
 use crate::session::{Decision, Outcome};
 use crate::wasm::contract::JobPhase;
@@ -60,7 +60,11 @@ fn group_pods<'a>(view: &'a View, g: &PodGroup) -> Vec<&'a crate::model::Pod> {
     view.cluster
         .pods
         .iter()
-        .filter(|p| p.namespace == g.namespace && p.group.as_deref() == Some(g.name.as_str()) && view.pods.contains_key(&p.key()))
+        .filter(|p| {
+            p.namespace == g.namespace
+                && p.group.as_deref() == Some(g.name.as_str())
+                && view.pods.contains_key(&p.key())
+        })
         .collect()
 }
 
@@ -79,8 +83,7 @@ async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
         let count = |ph: PodPhase| pods.iter().filter(|p| p.phase == ph).count();
         let phase = podgroup_phase(g, out.job_phase[j], &pods);
         let old = obj.data.get("status").cloned().unwrap_or(json!({}));
-        let mut conditions: Vec<Value> =
-            old.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut conditions: Vec<Value> = old.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         if let Some(c) = &out.conditions[j] {
             let new = json!({"type": c.kind, "status": "True", "reason": c.reason, "message": c.message,
                              "lastTransitionTime": now});
@@ -97,13 +100,15 @@ async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
             "failed": count(PodPhase::Failed),
             "conditions": conditions,
         });
-        let same = ["phase", "running", "succeeded", "failed"].iter().all(|k| {
-            let a = old.get(*k).cloned().unwrap_or(Value::Null);
-            let b = status[*k].clone();
-            a == b || (a.is_null() && b == json!(0))
-        }) && old.get("conditions").and_then(Value::as_array).map(|v| v.iter().map(cond_key).collect::<Vec<_>>())
-            == Some(conditions.iter().map(cond_key).collect());
-        let gref = reference(VOLCANO_API, "PodGroup", Some(&g.namespace), &g.name, obj.metadata.uid.as_deref().unwrap_or(""));
+        let same =
+            ["phase", "running", "succeeded", "failed"].iter().all(|k| {
+                let a = old.get(*k).cloned().unwrap_or(Value::Null);
+                let b = status[*k].clone();
+                a == b || (a.is_null() && b == json!(0))
+            }) && old.get("conditions").and_then(Value::as_array).map(|v| v.iter().map(cond_key).collect::<Vec<_>>())
+                == Some(conditions.iter().map(cond_key).collect());
+        let gref =
+            reference(VOLCANO_API, "PodGroup", Some(&g.namespace), &g.name, obj.metadata.uid.as_deref().unwrap_or(""));
         if !same {
             // Volcano updates PodGroup status through the main resource (its CRD has no status subresource).
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &g.namespace, &podgroup_resource());
@@ -124,8 +129,7 @@ async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
 }
 
 async fn queues(client: &Client, out: &Outcome, view: &View) {
-    let queue_of: HashMap<String, &str> =
-        view.cluster.podgroups.iter().map(|g| (g.key(), g.queue.as_str())).collect();
+    let queue_of: HashMap<String, &str> = view.cluster.podgroups.iter().map(|g| (g.key(), g.queue.as_str())).collect();
     let mut allocated: BTreeMap<&str, ResourceList> = BTreeMap::new();
     for p in view.cluster.pods.iter().filter(|p| view.pods.contains_key(&p.key())) {
         if p.node.is_none() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
@@ -211,10 +215,13 @@ async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"));
         let same = current.is_some_and(|c| {
-            c.status == "False" && c.reason.as_deref() == Some("Unschedulable") && c.message.as_deref() == Some(&message)
+            c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+                && c.message.as_deref() == Some(&message)
         });
         if !same {
-            let cond = json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});
+            let cond =
+                json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});
             if let Err(e) = set_condition(client, obj, cond).await {
                 tracing::warn!("condition of Pod {}: {e}", p.key());
             }
