@@ -481,6 +481,17 @@ fn gang_all_or_nothing() {
     assert!(t.terminate());
 }
 
+/// Volcano's reclaim walk-through config (reclaim after allocate).
+fn reclaim_config(c: &Cluster) -> PathBuf {
+    let conf = c.dir.join("scheduler.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, allocate, backfill, reclaim\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n    enablePreemptable: false\n  - name: conformance\n- plugins:\n  - name: drf\n    enablePreemptable: false\n  - name: predicates\n  - name: proportion\n",
+    )
+    .unwrap();
+    conf
+}
+
 /// Reclaim: queue `test` (weight 3) takes back what `default` borrowed; the
 /// victim gets DisruptionTarget and an Evict event, goes, and when its
 /// controller recreates it, it waits.
@@ -493,12 +504,7 @@ fn reclaim_evicts_and_restarts() {
     c.node("n1", "4");
     let ns = "t-reclaim";
     namespace(&c, ns);
-    let conf = c.dir.join("scheduler.conf");
-    std::fs::write(
-        &conf,
-        "actions: \"enqueue, allocate, backfill, reclaim\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n    enablePreemptable: false\n  - name: conformance\n- plugins:\n  - name: drf\n    enablePreemptable: false\n  - name: predicates\n  - name: proportion\n",
-    )
-    .unwrap();
+    let conf = reclaim_config(&c);
     let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
     c.apply(&format!(
         "{}{}",
@@ -549,6 +555,67 @@ fn reclaim_evicts_and_restarts() {
     assert_eq!(c.placements(ns)["job2"], "");
     t.assert_alive();
     assert!(t.terminate());
+}
+
+/// The same reclaim with a PodDisruptionBudget covering the victim: the
+/// Eviction API refuses, so nothing is evicted and the pod carries no
+/// DisruptionTarget; `--evict-mode delete` (Volcano's way) ignores the budget.
+#[test]
+fn eviction_respects_pdb_unless_delete_mode() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("pdb");
+    c.node("n1", "4");
+    let ns = "t-pdb";
+    namespace(&c, ns);
+    let conf = reclaim_config(&c);
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    let job2 = pod(ns, "job2", "3", None, "scheduling.volcano.sh/queue-name: default\n    ").replacen(
+        "  name: job2\n",
+        "  name: job2\n  labels: {app: job2}\n",
+        1,
+    );
+    c.apply(&format!(
+        "{}{job2}apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: keep-job2, namespace: {ns}}}\nspec:\n  minAvailable: 1\n  selector: {{matchLabels: {{app: job2}}}}\n",
+        pod(ns, "job1", "1", None, "scheduling.volcano.sh/queue-name: default\n    "),
+    ));
+    wait(&c, ns, 60, "job1 and job2 running", || {
+        let v = c.json(&["get", "pods", "-n", ns]);
+        v["items"].as_array().unwrap().iter().all(|p| p["status"]["phase"] == "Running").then_some(())
+    });
+    c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: test}\nspec: {weight: 3, reclaimable: true}\n");
+    c.apply(&pod(ns, "job3", "3", None, "scheduling.volcano.sh/queue-name: test\n    "));
+    let refused = wait(&c, ns, 60, "an EvictFailed event on job2", || {
+        c.events(ns, "EvictFailed").into_iter().find(|(o, _)| o == "job2")
+    });
+    assert!(refused.1.contains("disruption budget") || refused.1.contains("429"), "{refused:?}");
+    for _ in 0..5 {
+        let p = c.json(&["get", "pod", "-n", ns, "job2"]);
+        assert!(p["metadata"]["deletionTimestamp"].is_null(), "job2 was evicted despite its budget");
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        assert!(!conds.iter().any(|x| x["type"] == "DisruptionTarget"), "{conds:?}");
+        assert_eq!(c.placements(ns)["job3"], "");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(t.terminate());
+    // Volcano's plain delete does not consult the budget.
+    let _t2 = Tephra::start(&c, "b", &["--config", conf.to_str().unwrap(), "--evict-mode", "delete"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let conditions = loop {
+        assert!(Instant::now() < deadline, "job2 was not deleted in delete mode");
+        if let Some((_, conds)) = c.kubelet(ns).into_iter().find(|(n, _)| n == "job2") {
+            break conds;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        conditions.as_array().is_some_and(|cs| cs.iter().any(|x| x["type"] == "DisruptionTarget"
+            && x["reason"] == "PreemptionByScheduler"
+            && x["message"].as_str().is_some_and(|m| m.contains("reclaim")))),
+        "{conditions}"
+    );
+    wait(&c, ns, 60, "job3 bound", || (!c.placements(ns)["job3"].is_empty()).then_some(()));
 }
 
 /// Pods keep coming while the API server restarts: tephra relists, binds

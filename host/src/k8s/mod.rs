@@ -74,6 +74,11 @@ async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client> {
         }
         None => Config::infer().await.context("no kubeconfig given and no in-cluster config found")?,
     };
+    // No client-side retries: a 429 from a PodDisruptionBudget (with
+    // Retry-After) would otherwise hold the whole cycle for minutes; the
+    // next cycle is the retry, and the watches back off by themselves.
+    let mut config = config;
+    config.default_retry = false;
     Client::try_from(config).context("building the Kubernetes client")
 }
 

@@ -296,14 +296,8 @@ pub async fn set_condition(client: &Client, pod: &Pod, mut condition: serde_json
 }
 
 async fn evict(client: &Client, pod: &Pod, reason: &str, mode: EvictMode, scheduler: &str) -> Result<(), String> {
-    // The condition first, so whoever owns the pod can see why it goes.
-    set_condition(
-        client,
-        pod,
-        json!({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-               "message": format!("{scheduler}: {reason}")}),
-    )
-    .await?;
+    let condition = json!({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                           "message": format!("{scheduler}: {reason}")});
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
     // Only this incarnation of the pod: a recreated pod of the same name is left alone.
     let uid_guard = pod.metadata.uid.clone().map(|uid| Preconditions { uid: Some(uid), resource_version: None });
@@ -313,9 +307,18 @@ async fn evict(client: &Client, pod: &Pod, reason: &str, mode: EvictMode, schedu
                 delete_options: Some(DeleteParams { preconditions: uid_guard, ..Default::default() }),
                 ..Default::default()
             };
-            api.evict(&pod.name_any(), &ep).await.map(|_| ()).map_err(api_error)
+            // A PodDisruptionBudget may refuse (429): then the pod keeps no
+            // DisruptionTarget, so the condition is written only after the
+            // API server accepted, over the one it sets itself.
+            api.evict(&pod.name_any(), &ep).await.map_err(api_error)?;
+            if let Err(e) = set_condition(client, pod, condition).await {
+                tracing::warn!("DisruptionTarget on evicted pod {}: {e}", key(pod));
+            }
+            Ok(())
         }
         EvictMode::Delete => {
+            // As Volcano: the condition first, so the pod's owner sees why it goes.
+            set_condition(client, pod, condition).await?;
             let dp = DeleteParams { preconditions: uid_guard, ..Default::default() };
             api.delete(&pod.name_any(), &dp).await.map(|_| ()).map_err(api_error)
         }
