@@ -267,3 +267,20 @@ fn queue_rows(view: &source::View) -> Vec<QueueRow> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("1h").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("fast").is_err());
+    }
+}

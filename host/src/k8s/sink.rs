@@ -324,3 +324,53 @@ async fn evict(client: &Client, pod: &Pod, reason: &str, mode: EvictMode, schedu
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Pod as ModelPod;
+
+    fn view(node: Option<&str>, deleting: bool) -> View {
+        let mut v = View::default();
+        let obj = Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("ns".into()),
+                uid: Some("u1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        v.pods.insert("ns/p".into(), Arc::new(obj));
+        v.cluster.pods.push(ModelPod {
+            namespace: "ns".into(),
+            name: "p".into(),
+            node: node.map(Into::into),
+            deleting,
+            ..Default::default()
+        });
+        v
+    }
+
+    #[test]
+    fn assumed_binds_and_evictions_cover_a_slow_watch() {
+        let mut a = Assumed::default();
+        a.binds.insert("u1".into(), ("n1".into(), Instant::now()));
+        // The watch has not shown the bind yet: the view gets it.
+        let mut v = view(None, false);
+        a.overlay(&mut v);
+        assert_eq!(v.cluster.pods[0].node.as_deref(), Some("n1"));
+        // The watch shows it: the assumption is dropped.
+        let mut v = view(Some("n1"), false);
+        a.overlay(&mut v);
+        assert!(a.binds.is_empty());
+        a.evictions.insert("u1".into(), Instant::now());
+        let mut v = view(Some("n1"), false);
+        a.overlay(&mut v);
+        assert!(v.cluster.pods[0].deleting);
+        // A pod gone from the cache takes its assumptions with it.
+        let mut v = View::default();
+        a.overlay(&mut v);
+        assert!(a.evictions.is_empty());
+    }
+}

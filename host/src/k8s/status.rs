@@ -238,3 +238,32 @@ async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
         .collect();
     rec.retain(&live);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Pod;
+
+    #[test]
+    fn quantities_are_exact() {
+        assert_eq!(quantity("cpu", 2000.0), "2");
+        assert_eq!(quantity("cpu", 1500.0), "1500m");
+        assert_eq!(quantity("memory", 1073741824.0), "1073741824");
+        assert_eq!(quantity("nvidia.com/gpu", 1000.0), "1");
+        assert_eq!(quantity("pods", 3.0), "3");
+    }
+
+    #[test]
+    fn podgroup_phase_follows_volcano() {
+        let g = PodGroup { min_member: 2, ..Default::default() };
+        let bound = Pod { node: Some("n".into()), ..Default::default() };
+        let pending = Pod::default();
+        let done = Pod { node: Some("n".into()), phase: PodPhase::Succeeded, ..Default::default() };
+        assert_eq!(podgroup_phase(&g, JobPhase::Pending, &[&pending, &pending]), "Pending");
+        assert_eq!(podgroup_phase(&g, JobPhase::Inqueue, &[&bound, &pending]), "Inqueue");
+        assert_eq!(podgroup_phase(&g, JobPhase::Running, &[&bound, &pending]), "Pending");
+        assert_eq!(podgroup_phase(&g, JobPhase::Inqueue, &[&bound, &bound]), "Running");
+        assert_eq!(podgroup_phase(&g, JobPhase::Running, &[&done, &done]), "Completed");
+        assert_eq!(podgroup_phase(&g, JobPhase::Running, &[&done, &bound]), "Running");
+    }
+}
