@@ -206,7 +206,8 @@ impl Tephra {
             .arg("run")
             .arg("--kubeconfig")
             .arg(&c.sa_kubeconfig)
-            .args(["--period", "300ms", "--identity", tag])
+            .args(if extra.contains(&"--period") { &[][..] } else { &["--period", "300ms"][..] })
+            .args(["--identity", tag])
             .args(extra)
             .env("RUST_LOG", "tephra=info,warn")
             .stdout(file.try_clone().unwrap())
@@ -652,6 +653,51 @@ fn apiserver_restart_no_double_bind() {
     assert!(log.contains("watch") || log.contains("does not answer"), "the restart was not even noticed:\n{log}");
     t.assert_alive();
     assert!(t.terminate());
+}
+
+/// Two schedulers answering to the same name without leader election (a
+/// migration mistake): they race for the same pods; the loser of each race
+/// gets a 409, resyncs the pod and moves on. Every pod is bound exactly once.
+#[test]
+fn racing_schedulers_never_double_bind() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("race");
+    c.node("n1", "64");
+    let ns = "t-race";
+    namespace(&c, ns);
+    let mut a = Tephra::start(&c, "a", &["--period", "100ms"]);
+    let mut b = Tephra::start(&c, "b", &["--period", "100ms"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut conflicts = 0;
+    for round in 0..3 {
+        let pods: String = (0..10).map(|i| pod(ns, &format!("r{round}-{i}"), "100m", Some("shared"), "")).collect();
+        if round == 0 {
+            c.apply(&format!(
+                "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: shared, namespace: {ns}}}\nspec: {{minMember: 1}}\n"
+            ));
+        }
+        c.apply(&pods);
+        wait(&c, ns, 60, "every pod bound", || c.placements(ns).values().all(|n| !n.is_empty()).then_some(()));
+        conflicts = a.log().matches("already assigned").count() + b.log().matches("already assigned").count();
+        if conflicts > 0 {
+            break;
+        }
+    }
+    let scheduled = c.events(ns, "Scheduled");
+    for name in c.placements(ns).keys() {
+        let n = scheduled.iter().filter(|(o, _)| o == name).count();
+        assert_eq!(n, 1, "{name} bound {n} times");
+    }
+    eprintln!("racing schedulers: {conflicts} bind conflicts, each resynced");
+    for log in [a.log(), b.log()] {
+        for line in log.lines().filter(|l| l.contains("already assigned")) {
+            assert!(line.contains("; it is bound to n1"), "a conflict without a resync: {line}");
+        }
+    }
+    a.assert_alive();
+    b.assert_alive();
 }
 
 /// Two replicas with leader election: one binds; when it dies, the other
