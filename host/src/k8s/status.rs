@@ -56,16 +56,17 @@ pub async fn write(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
     pods(client, out, view, rec).await;
 }
 
-fn group_pods<'a>(view: &'a View, g: &PodGroup) -> Vec<&'a crate::model::Pod> {
-    view.cluster
-        .pods
-        .iter()
-        .filter(|p| {
-            p.namespace == g.namespace
-                && p.group.as_deref() == Some(g.name.as_str())
-                && view.pods.contains_key(&p.key())
-        })
-        .collect()
+/// Our pods by PodGroup key (`namespace/group`).
+fn pods_by_group(view: &View) -> HashMap<String, Vec<&crate::model::Pod>> {
+    let mut out: HashMap<String, Vec<&crate::model::Pod>> = HashMap::new();
+    for p in &view.cluster.pods {
+        if let Some(g) = &p.group {
+            if view.pods.contains_key(&p.key()) {
+                out.entry(format!("{}/{g}", p.namespace)).or_default().push(p);
+            }
+        }
+    }
+    out
 }
 
 /// The condition fields compared to decide whether a write is needed.
@@ -76,12 +77,13 @@ fn cond_key(c: &Value) -> (String, String, String, String) {
 
 async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
     let now = Timestamp::now().to_string();
+    let by_group = pods_by_group(view);
     for (j, &gi) in out.extra.job_pg.iter().enumerate() {
         let g = &view.cluster.podgroups[gi];
         let Some(obj) = view.podgroups.get(&g.key()) else { continue };
-        let pods = group_pods(view, g);
+        let pods = by_group.get(&g.key()).map(Vec::as_slice).unwrap_or_default();
         let count = |ph: PodPhase| pods.iter().filter(|p| p.phase == ph).count();
-        let phase = podgroup_phase(g, out.job_phase[j], &pods);
+        let phase = podgroup_phase(g, out.job_phase[j], pods);
         let old = obj.data.get("status").cloned().unwrap_or(json!({}));
         let mut conditions: Vec<Value> = old.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
         if let Some(c) = &out.conditions[j] {
