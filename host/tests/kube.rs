@@ -238,6 +238,28 @@ impl Tephra {
         false
     }
 
+    /// GET `path` from its --admin server (address read from its log).
+    fn admin_get(&self, path: &str) -> String {
+        use std::io::Read;
+        let log = self.log();
+        let addr = log
+            .lines()
+            .find_map(|l| l.strip_prefix("admin: listening on http://"))
+            .unwrap_or_else(|| panic!("no admin address in the log:\n{log}"));
+        let mut s = std::net::TcpStream::connect(addr.trim()).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    }
+
+    /// The value of one metric line.
+    fn metric(&self, name: &str) -> Option<f64> {
+        self.admin_get("/metrics")
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")).and_then(|v| v.trim().parse().ok()))
+    }
+
     fn assert_alive(&mut self) {
         if let Some(st) = self.child.try_wait().unwrap() {
             panic!("tephra exited ({st}):\n{}", self.log());
@@ -350,7 +372,7 @@ spec:
         pod(ns, "huge", "64", None, ""),
     ) + &pod(ns, "picky", "100m", None, "")
         .replace("  containers:", "  nodeSelector: {disk: ssd}\n  containers:");
-    let mut t = Tephra::start(&c, "a", &[]);
+    let mut t = Tephra::start(&c, "a", &["--admin", "127.0.0.1:0"]);
     c.apply(&volcano_yaml);
     let placed = wait(&c, ns, 60, "train-0, train-1 and plain bound", || {
         let p = c.placements(ns);
@@ -433,6 +455,11 @@ spec:
     .contains("status.phase: unknown phase \"Runing\"")
     .then_some(())
     .expect("the event names the field");
+    // The admin surface: ready, and the API's answers counted.
+    assert!(t.admin_get("/readyz").contains("200 OK"));
+    assert_eq!(t.metric("tephra_leader"), Some(1.0));
+    assert_eq!(t.metric("tephra_api_binds_total"), Some(3.0));
+    assert_eq!(t.metric("tephra_api_bind_failures_total"), Some(0.0));
     t.assert_alive();
     assert!(t.terminate(), "clean exit on SIGTERM");
     assert!(!t.log().contains("panicked"), "{}", t.log());
@@ -712,6 +739,8 @@ fn leader_failover() {
     let ns = "t-leader";
     namespace(&c, ns);
     let le = [
+        "--admin",
+        "127.0.0.1:0",
         "--leader-elect",
         "--leader-elect-resource-namespace",
         "tephra-system",
@@ -739,6 +768,8 @@ fn leader_failover() {
     c.apply(&batch(0));
     wait(&c, ns, 60, "first batch bound", || c.placements(ns).values().all(|n| !n.is_empty()).then_some(()));
     assert!(!standby.log().contains("bound "), "the standby bound pods:\n{}", standby.log());
+    assert_eq!(standby.metric("tephra_leader"), Some(0.0), "the standby's /metrics");
+    assert_eq!(leader.metric("tephra_leader"), Some(1.0), "the leader's /metrics");
     // The leader crashes (no release): the standby waits out the lease.
     leader.signal("KILL");
     let t0 = Instant::now();

@@ -145,6 +145,7 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
         opts.config_path.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| crate::wasm::content_hash(&b));
     let mut was_leader = false;
     let mut api_down = false;
+    let mut counters = Counters::default();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(opts.period) => {}
@@ -179,7 +180,7 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
             }
             was_leader = false;
             if let Some(a) = &admin {
-                a.update(&scheduler, &[]);
+                a.update_with(&scheduler, &[], &counters.metrics(false, !api_down));
             }
             continue;
         }
@@ -197,6 +198,9 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
                     tracing::warn!("the API server does not answer ({e}); cycles pause until it does");
                 }
                 api_down = true;
+                if let Some(a) = &admin {
+                    a.update_with(&scheduler, &[], &counters.metrics(true, false));
+                }
                 continue;
             }
         }
@@ -218,12 +222,13 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
             continue;
         }
         let applied = sink.apply(&out, &view, &rec).await;
+        counters.add(&applied);
         for (pod, node) in &applied.bound {
             tracing::info!("bound {pod} to {node}");
         }
         status::write(&client, &out, &view, &rec).await;
         if let Some(a) = &admin {
-            a.update(&scheduler, &queue_rows(&view));
+            a.update_with(&scheduler, &queue_rows(&view), &counters.metrics(true, true));
         }
         tracing::debug!("cycle took {:?}", started.elapsed());
     }
@@ -255,17 +260,56 @@ async fn report_invalid(rec: &events::Recorder, view: &source::View) {
 }
 
 fn queue_rows(view: &source::View) -> Vec<QueueRow> {
+    let mut allocated = status::allocated(view);
     view.cluster
         .queues
         .iter()
         .map(|q| QueueRow {
             name: q.name.clone(),
-            allocated: Default::default(),
+            allocated: allocated.remove(&q.name).unwrap_or_default(),
             deserved: None,
             share: None,
             jobs: view.cluster.podgroups.iter().filter(|g| g.queue == q.name).count(),
         })
         .collect()
+}
+
+/// What the API server accepted and refused, for /metrics.
+#[derive(Default)]
+struct Counters {
+    binds: u64,
+    bind_failures: u64,
+    evictions: u64,
+    eviction_failures: u64,
+}
+
+impl Counters {
+    fn add(&mut self, a: &sink::Applied) {
+        self.binds += a.bound.len() as u64;
+        self.bind_failures += a.bind_failures.len() as u64;
+        self.evictions += a.evicted.len() as u64;
+        self.eviction_failures += a.evict_failures.len() as u64;
+    }
+
+    fn metrics(&self, leader: bool, api_up: bool) -> String {
+        let mut out = String::new();
+        for (name, help, v) in [
+            ("tephra_leader", "1 while this replica holds the Lease (or runs without election)", u64::from(leader)),
+            ("tephra_apiserver_up", "0 while the API server does not answer", u64::from(api_up)),
+            ("tephra_api_binds_total", "pods/binding calls the API server accepted", self.binds),
+            ("tephra_api_bind_failures_total", "pods/binding calls refused (409 included)", self.bind_failures),
+            ("tephra_api_evictions_total", "evictions the API server accepted", self.evictions),
+            (
+                "tephra_api_eviction_failures_total",
+                "evictions refused (PodDisruptionBudgets included)",
+                self.eviction_failures,
+            ),
+        ] {
+            let kind = if name.ends_with("_total") { "counter" } else { "gauge" };
+            out += &format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n");
+        }
+        out
+    }
 }
 
 #[cfg(test)]

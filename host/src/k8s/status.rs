@@ -130,22 +130,28 @@ async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
     }
 }
 
-async fn queues(client: &Client, out: &Outcome, view: &View) {
+/// Requests of our pods that hold a node (bound or assumed, not finished), per queue.
+pub fn allocated(view: &View) -> BTreeMap<String, ResourceList> {
     let queue_of: HashMap<String, &str> = view.cluster.podgroups.iter().map(|g| (g.key(), g.queue.as_str())).collect();
-    let mut allocated: BTreeMap<&str, ResourceList> = BTreeMap::new();
+    let mut allocated: BTreeMap<String, ResourceList> = BTreeMap::new();
     for p in view.cluster.pods.iter().filter(|p| view.pods.contains_key(&p.key())) {
         if p.node.is_none() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
             continue;
         }
         let Some(q) = p.group.as_ref().and_then(|g| queue_of.get(&format!("{}/{g}", p.namespace))) else { continue };
-        let row = allocated.entry(q).or_default();
+        let row = allocated.entry(q.to_string()).or_default();
         for (k, v) in &p.requests {
             *row.entry(k.clone()).or_default() += v;
         }
     }
+    allocated
+}
+
+async fn queues(client: &Client, out: &Outcome, view: &View) {
+    let mut allocated = allocated(view);
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &queue_resource());
     for (name, obj) in &view.queues {
-        let mut want = allocated.remove(name.as_str()).unwrap_or_default();
+        let mut want = allocated.remove(name).unwrap_or_default();
         for base in ["cpu", "memory"] {
             want.entry(base.to_string()).or_insert(0.0);
         }
