@@ -92,6 +92,14 @@ impl Admin {
     }
 }
 
+impl Admin {
+    /// Like [`Admin::update`], with more metric lines (Prometheus text) appended.
+    pub fn update_with(&self, sched: &Scheduler, queues: &[QueueRow], extra: &str) {
+        self.update(sched, queues);
+        self.view.lock().unwrap_or_else(|e| e.into_inner()).metrics.push_str(extra);
+    }
+}
+
 fn plugin_rows(sched: &Scheduler) -> Vec<PluginRow> {
     let mut rows = Vec::new();
     let row = |p: &crate::wasm::WasmPlugin, state: &'static str| {

@@ -11,6 +11,7 @@ pub mod actions;
 pub mod admin;
 pub mod config;
 pub mod conformance;
+pub mod k8s;
 pub mod live;
 pub mod manifest;
 pub mod model;

@@ -45,6 +45,8 @@ enum Command {
         #[arg(long)]
         plugins_dir: Option<PathBuf>,
     },
+    /// Run as the Kubernetes scheduler of pods with `spec.schedulerName` = --scheduler-name.
+    Run(Serve),
     /// Work with plugin components.
     Plugin {
         #[command(subcommand)]
@@ -105,6 +107,90 @@ struct Run {
     period: f64,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+}
+
+/// How `tephra run` runs.
+#[derive(clap::Args)]
+struct Serve {
+    /// Kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Scheduler config in Volcano's format (volcano-scheduler.conf); re-read when it changes.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Directory of `<plugin>.wasm` components overriding the built-in ones.
+    #[arg(long = "plugins", alias = "plugins-dir")]
+    plugins_dir: Option<PathBuf>,
+    /// Pods whose `spec.schedulerName` is this are scheduled.
+    #[arg(long, default_value = "volcano")]
+    scheduler_name: String,
+    /// Serve /healthz, /readyz, /metrics and /plugins on this address.
+    #[arg(long)]
+    admin: Option<String>,
+    /// Time between scheduling cycles (Volcano's schedule-period).
+    #[arg(long, default_value = "1s", value_parser = tephra::k8s::parse_duration)]
+    period: Duration,
+    /// Campaign for a coordination.k8s.io Lease; only the holder schedules.
+    #[arg(long)]
+    leader_elect: bool,
+    #[arg(long, default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    #[arg(long, default_value = "tephra")]
+    leader_elect_resource_name: String,
+    #[arg(long, default_value = "15s", value_parser = tephra::k8s::parse_duration)]
+    leader_elect_lease_duration: Duration,
+    #[arg(long, default_value = "10s", value_parser = tephra::k8s::parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    #[arg(long, default_value = "2s", value_parser = tephra::k8s::parse_duration)]
+    leader_elect_retry_period: Duration,
+    /// This replica's identity in the Lease (default: $POD_NAME, else the host name and pid).
+    #[arg(long)]
+    identity: Option<String>,
+    /// `eviction` (Eviction API, PodDisruptionBudgets respected) or `delete` (Volcano's plain delete).
+    #[arg(long, value_enum, default_value_t = tephra::k8s::sink::EvictMode::Eviction)]
+    evict_mode: tephra::k8s::sink::EvictMode,
+    /// Binds and evictions in flight at once.
+    #[arg(long, default_value_t = 16)]
+    bind_concurrency: usize,
+}
+
+fn serve(s: Serve) -> Result<()> {
+    let config = match &s.config {
+        Some(p) => read_config(p)?,
+        None => SchedulerConfig::default_config(),
+    };
+    let library = Library::load(s.plugins_dir.as_deref())?;
+    let scheduler = Scheduler::new(config, &library);
+    for p in &scheduler.missing_plugins {
+        eprintln!("warning: plugin {p:?} is configured but not available; it is skipped");
+    }
+    for a in &scheduler.missing_actions {
+        eprintln!("warning: action {a:?} is configured but not implemented yet; it is skipped");
+    }
+    if s.leader_elect_renew_deadline >= s.leader_elect_lease_duration {
+        return Err(anyhow!("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"));
+    }
+    let identity = s.identity.or_else(|| std::env::var("POD_NAME").ok()).unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        format!("{}-{}", host.trim(), std::process::id())
+    });
+    let opts = tephra::k8s::Options {
+        kubeconfig: s.kubeconfig,
+        config_path: s.config,
+        scheduler_name: s.scheduler_name,
+        admin: s.admin,
+        period: s.period,
+        leader_elect: s.leader_elect.then_some((s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
+        lease: tephra::k8s::leader::Timing {
+            duration: s.leader_elect_lease_duration,
+            renew_deadline: s.leader_elect_renew_deadline,
+            retry: s.leader_elect_retry_period,
+        },
+        identity,
+        evict_mode: s.evict_mode,
+        bind_concurrency: s.bind_concurrency,
+    };
+    tephra::k8s::run(opts, scheduler)
 }
 
 fn read_config(path: &Path) -> Result<SchedulerConfig> {
@@ -325,6 +411,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Simulate(run) => simulate(run).map(|_| true),
+        Command::Run(s) => serve(s).map(|_| true),
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
         Command::Plugin { command: PluginCommand::New { name, lang, dir } } => {

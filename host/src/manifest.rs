@@ -270,6 +270,23 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Timed>> {
     Ok(out)
 }
 
+/// Reads one object fetched from the API server (converted to a YAML value),
+/// with the same field rules and errors as a manifest document.
+pub fn from_value(v: &Value, origin: &str) -> Result<Object> {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = get(v, "metadata.name").and_then(Value::as_str).unwrap_or("?");
+    let object = match get(v, "metadata.namespace").and_then(Value::as_str) {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    };
+    let at = At { origin, object };
+    let mut objects = parse_object(&at, v, kind, 0)?;
+    match objects.pop() {
+        Some(t) if objects.is_empty() => Ok(t.object),
+        _ => Err(at.err("kind", "expected exactly one object")),
+    }
+}
+
 fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>> {
     let api = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if kind == "Namespace" {

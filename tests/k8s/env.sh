@@ -8,6 +8,8 @@
 #                       /readyz and prints DIR/kubeconfig
 #   env.sh stop DIR     stops both (safe to run again, or on a DIR that never
 #                       started)
+#   env.sh restart-apiserver DIR
+#                       stops kube-apiserver and starts it with the same flags
 #   env.sh bindir       prints the directory holding kube-apiserver and kubectl
 #
 # Progress goes to stderr; stdout carries only the printed path. See README.md.
@@ -93,6 +95,8 @@ build_binaries() {
         log "kube-apiserver and kubectl $K8S_VERSION already in $BIN"
         return
     fi
+    # An older Go (Debian's) fetches the toolchain go.mod asks for through the module proxy.
+    command -v go >/dev/null || apt_install golang-go
     command -v go >/dev/null || die "go is not installed (it builds kube-apiserver and kubectl)"
     mkdir -p "$BIN"
     # What the upstream build stamps into its binaries (hack/lib/version.sh):
@@ -275,7 +279,9 @@ wait_port() {
     local dir="$1" name="$2" port="$3" i
     for ((i = 0; i < 300; i++)); do
         port_free "$port" || return 0
-        live_pid "$dir" "$name" >/dev/null || return 1
+        # kill -0, not live_pid: until the spawned shell has exec'd, its
+        # command line is env.sh's own and would not match DIR/.
+        kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null || return 1
         sleep 0.1
     done
     return 1
@@ -401,10 +407,25 @@ cmd_start() {
     echo "$dir/kubeconfig"
 }
 
+# Stops kube-apiserver and starts it again with the same flags (same port,
+# same etcd, same certificates): clients see the connection drop and come back.
+cmd_restart_apiserver() {
+    [[ $# -eq 1 ]] || die "usage: env.sh restart-apiserver DIR"
+    local dir pid args=()
+    dir="$(cd "$1" && pwd)"
+    pid="$(live_pid "$dir" kube-apiserver)" || die "no kube-apiserver running in $dir"
+    mapfile -d '' -t args < "/proc/$pid/cmdline"
+    stop_one "$dir" kube-apiserver
+    spawn "$dir" kube-apiserver "${args[@]}"
+    wait_ready "$dir" || die "restart failed; logs in $dir"
+    log "kube-apiserver restarted"
+}
+
 case "${1:-}" in
     install) shift; [[ $# -eq 0 ]] || die "usage: env.sh install"; cmd_install ;;
     start) shift; cmd_start "$@" ;;
     stop) shift; cmd_stop "$@" ;;
+    restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
     bindir) echo "$BIN" ;;
-    *) die "usage: env.sh install | start DIR | stop DIR | bindir" ;;
+    *) die "usage: env.sh install | start DIR | stop DIR | restart-apiserver DIR | bindir" ;;
 esac

@@ -1,0 +1,842 @@
+//! `tephra run` against a real kube-apiserver + etcd on loopback
+//! (tests/k8s/env.sh), never a mock. Each test starts its own cluster in a
+//! temp dir, applies deploy/ (namespace, CRDs, RBAC), and runs the tephra
+//! binary as the `tephra` ServiceAccount (impersonated), so the RBAC in
+//! deploy/ is exercised too. The tests play the kubelet and the controllers
+//! that do not run here: bound pods are marked Running, terminating pods are
+//! deleted, evicted pods are recreated.
+//!
+//! `TEPHRA_K8S_SKIP=1` skips them with a loud message; otherwise a missing
+//! kube-apiserver is a failure (run `tests/k8s/env.sh install`).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn skip() -> bool {
+    if std::env::var("TEPHRA_K8S_SKIP").is_ok_and(|v| v == "1") {
+        eprintln!("\n!!!!! SKIPPED: Kubernetes tests (TEPHRA_K8S_SKIP=1); nothing against the API server ran !!!!!\n");
+        return true;
+    }
+    false
+}
+
+/// A real etcd + kube-apiserver, stopped on drop.
+struct Cluster {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    /// The same, impersonating the tephra ServiceAccount.
+    sa_kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    keep: bool,
+}
+
+fn env_sh() -> PathBuf {
+    repo().join("tests/k8s/env.sh")
+}
+
+impl Cluster {
+    fn start(name: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("tephra-kube-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = Command::new(env_sh()).arg("start").arg(&dir).stderr(Stdio::inherit()).output().unwrap();
+        assert!(out.status.success(), "env.sh start failed (run tests/k8s/env.sh install first)");
+        let kubeconfig = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
+        let kubectl = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("kubectl");
+        let text = std::fs::read_to_string(&kubeconfig).unwrap();
+        let sa = text
+            .replace("  user:\n    token:", "  user:\n    as: system:serviceaccount:tephra-system:tephra\n    token:");
+        assert_ne!(sa, text, "kubeconfig layout changed");
+        let sa_kubeconfig = dir.join("kubeconfig-sa");
+        std::fs::write(&sa_kubeconfig, sa).unwrap();
+        let c = Cluster { dir, kubeconfig, sa_kubeconfig, kubectl, keep: false };
+        for f in ["00-namespace.yaml", "10-crds.yaml", "20-rbac.yaml"] {
+            c.kubectl(&["apply", "-f", repo().join("deploy").join(f).to_str().unwrap()]);
+        }
+        c.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/queues.scheduling.volcano.sh",
+            "crd/podgroups.scheduling.volcano.sh",
+        ]);
+        c
+    }
+
+    fn try_kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+        if let Some(s) = stdin {
+            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
+        }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> String {
+        self.try_kubectl(args, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn apply(&self, yaml: &str) {
+        self.try_kubectl(&["apply", "-f", "-"], Some(yaml)).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.kubectl(&a)).unwrap()
+    }
+
+    /// A Ready node with this much cpu (and 32Gi memory, 110 pods).
+    fn node(&self, name: &str, cpu: &str) {
+        self.apply(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n"
+        ));
+        let status = format!(
+            r#"{{"status":{{"capacity":{{"cpu":"{cpu}","memory":"32Gi","pods":"110"}},"allocatable":{{"cpu":"{cpu}","memory":"32Gi","pods":"110"}},"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","message":"test"}}]}}}}"#
+        );
+        self.kubectl(&["patch", "node", name, "--subresource=status", "--type=merge", "-p", &status]);
+    }
+
+    /// Pod name → node name ("" when unbound).
+    fn placements(&self, ns: &str) -> BTreeMap<String, String> {
+        let v = self.json(&["get", "pods", "-n", ns]);
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["metadata"]["name"].as_str().unwrap().to_string(),
+                    p["spec"]["nodeName"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The kubelet's part: bound pods start; terminating pods go. Returns the
+    /// conditions of the pods it deleted.
+    fn kubelet(&self, ns: &str) -> Vec<(String, Value)> {
+        let mut gone = Vec::new();
+        let v = self.json(&["get", "pods", "-n", ns]);
+        for p in v["items"].as_array().unwrap() {
+            let name = p["metadata"]["name"].as_str().unwrap();
+            if p["metadata"]["deletionTimestamp"].is_string() {
+                gone.push((name.to_string(), p["status"]["conditions"].clone()));
+                let _ = self.try_kubectl(&["delete", "pod", "-n", ns, name, "--grace-period=0", "--force"], None);
+            } else if p["spec"]["nodeName"].is_string() && p["status"]["phase"] == "Pending" {
+                let _ = self.try_kubectl(
+                    &[
+                        "patch",
+                        "pod",
+                        "-n",
+                        ns,
+                        name,
+                        "--subresource=status",
+                        "--type=merge",
+                        "-p",
+                        r#"{"status":{"phase":"Running"}}"#,
+                    ],
+                    None,
+                );
+            }
+        }
+        gone
+    }
+
+    /// Events in `ns` with this reason, as (object name, message).
+    fn events(&self, ns: &str, reason: &str) -> Vec<(String, String)> {
+        let v = self.json(&["get", "events", "-n", ns, "--field-selector", &format!("reason={reason}")]);
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["involvedObject"]["name"].as_str().unwrap_or("").to_string(),
+                    e["message"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn restart_apiserver(&self) {
+        let st = Command::new(env_sh()).arg("restart-apiserver").arg(&self.dir).status().unwrap();
+        assert!(st.success(), "restart-apiserver failed");
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(env_sh()).arg("stop").arg(&self.dir).status();
+        if std::thread::panicking() || self.keep || std::env::var("TEPHRA_K8S_KEEP").is_ok_and(|v| v == "1") {
+            eprintln!("kept {} (logs)", self.dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A running `tephra run`, SIGKILLed on drop if still running.
+struct Tephra {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Tephra {
+    fn start(c: &Cluster, tag: &str, extra: &[&str]) -> Tephra {
+        let log = c.dir.join(format!("tephra-{tag}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_tephra"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(&c.sa_kubeconfig)
+            .args(if extra.contains(&"--period") { &[][..] } else { &["--period", "300ms"][..] })
+            .args(["--identity", tag])
+            .args(extra)
+            .env("RUST_LOG", "tephra=info,warn")
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Tephra { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
+    }
+
+    /// SIGTERM, then waits for the exit; returns whether it exited cleanly.
+    fn terminate(&mut self) -> bool {
+        self.signal("TERM");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.success();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    /// GET `path` from its --admin server (address read from its log).
+    fn admin_get(&self, path: &str) -> String {
+        use std::io::Read;
+        let log = self.log();
+        let addr = log
+            .lines()
+            .find_map(|l| l.strip_prefix("admin: listening on http://"))
+            .unwrap_or_else(|| panic!("no admin address in the log:\n{log}"));
+        let mut s = std::net::TcpStream::connect(addr.trim()).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    }
+
+    /// The value of one metric line.
+    fn metric(&self, name: &str) -> Option<f64> {
+        self.admin_get("/metrics")
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")).and_then(|v| v.trim().parse().ok()))
+    }
+
+    fn assert_alive(&mut self) {
+        if let Some(st) = self.child.try_wait().unwrap() {
+            panic!("tephra exited ({st}):\n{}", self.log());
+        }
+    }
+}
+
+impl Drop for Tephra {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- tephra log {} ---\n{}", self.log.display(), self.log());
+        }
+    }
+}
+
+/// Polls `f` until it returns Some, running the kubelet of `ns` between tries.
+fn wait<T>(c: &Cluster, ns: &str, secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        c.kubelet(ns);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn pod(ns: &str, name: &str, cpu: &str, group: Option<&str>, extra_annotations: &str) -> String {
+    let group = group.map(|g| format!("scheduling.k8s.io/group-name: {g}\n    ")).unwrap_or_default();
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  annotations:
+    {group}{extra_annotations}tephra.io/test: \"1\"
+spec:
+  schedulerName: volcano
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {{cpu: \"{cpu}\", memory: 1Gi}}
+---
+"
+    )
+}
+
+fn namespace(c: &Cluster, ns: &str) {
+    c.apply(&format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"));
+}
+
+/// Sum of cpu requests (millicores) per node in `ns`.
+fn cpu_per_node(c: &Cluster, ns: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for p in c.json(&["get", "pods", "-n", ns])["items"].as_array().unwrap() {
+        let Some(node) = p["spec"]["nodeName"].as_str() else { continue };
+        let cpu = p["spec"]["containers"][0]["resources"]["requests"]["cpu"].as_str().unwrap_or("0");
+        let m = cpu.strip_suffix('m').map_or_else(|| cpu.parse::<u64>().unwrap() * 1000, |m| m.parse().unwrap());
+        *out.entry(node.to_string()).or_default() += m;
+    }
+    out
+}
+
+/// Volcano YAML applied unchanged: a Queue, a PodGroup, pods with the
+/// group-name annotation; plus a plain pod, a pod that fits nowhere and a
+/// pod of another scheduler taking room. Checks binds, statuses and events.
+#[test]
+fn bind_flow_status_and_events() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("bind");
+    c.node("n1", "4");
+    c.node("n2", "4");
+    let ns = "t-bind";
+    namespace(&c, ns);
+    // Another scheduler's pod already on n1: 3 of its 4 cpus are taken.
+    c.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: other, namespace: {ns}}}\nspec:\n  nodeName: n1\n  schedulerName: default-scheduler\n  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: \"3\"}}}}}}]\n"
+    ));
+    let volcano_yaml = format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: research
+spec:
+  weight: 2
+  reclaimable: true
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata:
+  name: train
+  namespace: {ns}
+spec:
+  minMember: 2
+  queue: research
+---
+{}{}{}{}",
+        pod(ns, "train-0", "1", Some("train"), ""),
+        pod(ns, "train-1", "1", Some("train"), ""),
+        pod(ns, "plain", "500m", None, ""),
+        pod(ns, "huge", "64", None, ""),
+    ) + &pod(ns, "picky", "100m", None, "")
+        .replace("  containers:", "  nodeSelector: {disk: ssd}\n  containers:");
+    let mut t = Tephra::start(&c, "a", &["--admin", "127.0.0.1:0"]);
+    c.apply(&volcano_yaml);
+    let placed = wait(&c, ns, 60, "train-0, train-1 and plain bound", || {
+        let p = c.placements(ns);
+        ["train-0", "train-1", "plain"].iter().all(|n| !p[*n].is_empty()).then_some(p)
+    });
+    assert_eq!(placed["huge"], "", "a 64-cpu pod cannot fit");
+    // Node accounting includes the other scheduler's pod.
+    for (node, m) in cpu_per_node(&c, ns) {
+        assert!(m <= 4000, "node {node} over-committed: {m}m");
+    }
+    // The plain pods got PodGroups the way Volcano's controller makes them.
+    let plain = c.json(&["get", "pod", "-n", ns, "plain"]);
+    let pg = plain["metadata"]["annotations"]["scheduling.k8s.io/group-name"].as_str().unwrap().to_string();
+    assert!(pg.starts_with("podgroup-"), "{pg}");
+    let pgj = c.json(&["get", "podgroup", "-n", ns, &pg]);
+    assert_eq!(pgj["spec"]["minMember"], 1);
+    assert_eq!(pgj["spec"]["queue"], "default");
+    assert_eq!(pgj["metadata"]["ownerReferences"][0]["name"], "plain");
+    // Status: PodGroup Running with counters, Queue allocated, default queues.
+    wait(&c, ns, 30, "PodGroup train Running with 2 running", || {
+        let g = c.json(&["get", "podgroup", "-n", ns, "train"]);
+        (g["status"]["phase"] == "Running" && g["status"]["running"] == 2).then_some(())
+    });
+    wait(&c, ns, 30, "Queue research allocated cpu 2", || {
+        let q = c.json(&["get", "queue", "research"]);
+        (q["status"]["allocated"]["cpu"] == "2" && q["status"]["allocated"]["memory"] == "2147483648").then_some(())
+    });
+    for q in ["default", "root", "research"] {
+        wait(&c, ns, 10, "queues Open", || (c.json(&["get", "queue", q])["status"]["state"] == "Open").then_some(()));
+    }
+    // The pod that fits nowhere: PodScheduled=False with the plugin's reason, one event per distinct message.
+    let huge = wait(&c, ns, 30, "huge PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "huge"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    assert_eq!(huge["reason"], "Unschedulable");
+    let msg = huge["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("nodes are available") || msg.contains("queue") || msg.contains("resource"), "{msg}");
+    // A node-level rejection names the plugin that made it.
+    let picky = wait(&c, ns, 30, "picky PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "picky"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    let pm = picky["message"].as_str().unwrap();
+    assert!(pm.starts_with("0/2 nodes are available") && pm.contains("(predicates)"), "{pm}");
+    assert_eq!(c.placements(ns)["picky"], "");
+    std::thread::sleep(Duration::from_secs(3)); // ~10 more cycles
+    let failed: Vec<_> = c.events(ns, "FailedScheduling").into_iter().filter(|(o, _)| o == "huge").collect();
+    assert_eq!(failed.len(), 1, "FailedScheduling written once per distinct message: {failed:?}");
+    assert_eq!(failed[0].1, msg);
+    let scheduled = c.events(ns, "Scheduled");
+    for p in ["train-0", "train-1", "plain"] {
+        let n = scheduled.iter().filter(|(o, m)| o == p && m.starts_with("Successfully assigned")).count();
+        assert_eq!(n, 1, "one Scheduled event for {p}: {scheduled:?}");
+    }
+    let hg = c.kubectl(&[
+        "get",
+        "pod",
+        "-n",
+        ns,
+        "huge",
+        "-o",
+        "jsonpath={.metadata.annotations.scheduling\\.k8s\\.io/group-name}",
+    ]);
+    let g = c.json(&["get", "podgroup", "-n", ns, &hg]);
+    assert!(
+        g["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|x| x["type"] == "Unschedulable")),
+        "{g}"
+    );
+    // A malformed PodGroup is reported by name and field, and nothing else breaks.
+    c.apply(&format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: bad, namespace: {ns}}}\nspec: {{minMember: 1}}\nstatus: {{phase: Runing}}\n"
+    ));
+    wait(&c, ns, 30, "an InvalidObject event on PodGroup bad", || {
+        c.events(ns, "InvalidObject").into_iter().find(|(o, _)| o == "bad")
+    })
+    .1
+    .contains("status.phase: unknown phase \"Runing\"")
+    .then_some(())
+    .expect("the event names the field");
+    // The admin surface: ready, and the API's answers counted.
+    assert!(t.admin_get("/readyz").contains("200 OK"));
+    assert_eq!(t.metric("tephra_leader"), Some(1.0));
+    assert_eq!(t.metric("tephra_api_binds_total"), Some(3.0));
+    assert_eq!(t.metric("tephra_api_bind_failures_total"), Some(0.0));
+    t.assert_alive();
+    assert!(t.terminate(), "clean exit on SIGTERM");
+    assert!(!t.log().contains("panicked"), "{}", t.log());
+}
+
+/// A gang of 3 that fits only once a second node exists: nothing is bound
+/// until then, then all three are.
+#[test]
+fn gang_all_or_nothing() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("gang");
+    c.node("n1", "4");
+    let ns = "t-gang";
+    namespace(&c, ns);
+    let mut t = Tephra::start(&c, "a", &[]);
+    c.apply(&format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: g, namespace: {ns}}}\nspec: {{minMember: 3}}\n---\n{}{}{}",
+        pod(ns, "g-0", "2", Some("g"), ""),
+        pod(ns, "g-1", "2", Some("g"), ""),
+        pod(ns, "g-2", "2", Some("g"), ""),
+    ));
+    // Wait until tephra has looked at the gang and said why it waits.
+    wait(&c, ns, 30, "PodGroup g Unschedulable condition", || {
+        let g = c.json(&["get", "podgroup", "-n", ns, "g"]);
+        g["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|x| x["type"] == "Unschedulable"))
+            .then_some(())
+    });
+    for _ in 0..10 {
+        let p = c.placements(ns);
+        assert!(p.values().all(String::is_empty), "part of the gang was bound: {p:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    c.node("n2", "4");
+    let p = wait(&c, ns, 30, "the whole gang bound", || {
+        let p = c.placements(ns);
+        p.values().all(|n| !n.is_empty()).then_some(p)
+    });
+    assert_eq!(p.len(), 3);
+    for (node, m) in cpu_per_node(&c, ns) {
+        assert!(m <= 4000, "node {node} over-committed: {m}m");
+    }
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// Volcano's reclaim walk-through config (reclaim after allocate).
+fn reclaim_config(c: &Cluster) -> PathBuf {
+    let conf = c.dir.join("scheduler.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, allocate, backfill, reclaim\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n    enablePreemptable: false\n  - name: conformance\n- plugins:\n  - name: drf\n    enablePreemptable: false\n  - name: predicates\n  - name: proportion\n",
+    )
+    .unwrap();
+    conf
+}
+
+/// Reclaim: queue `test` (weight 3) takes back what `default` borrowed; the
+/// victim gets DisruptionTarget and an Evict event, goes, and when its
+/// controller recreates it, it waits.
+#[test]
+fn reclaim_evicts_and_restarts() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("reclaim");
+    c.node("n1", "4");
+    let ns = "t-reclaim";
+    namespace(&c, ns);
+    let conf = reclaim_config(&c);
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    c.apply(&format!(
+        "{}{}",
+        pod(ns, "job1", "1", None, "scheduling.volcano.sh/queue-name: default\n    "),
+        pod(ns, "job2", "3", None, "scheduling.volcano.sh/queue-name: default\n    ")
+    ));
+    wait(&c, ns, 60, "job1 and job2 running", || {
+        let v = c.json(&["get", "pods", "-n", ns]);
+        v["items"].as_array().unwrap().iter().all(|p| p["status"]["phase"] == "Running").then_some(())
+    });
+    c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: test}\nspec: {weight: 3, reclaimable: true}\n");
+    let job2_uid = c.kubectl(&["get", "pod", "-n", ns, "job2", "-o", "jsonpath={.metadata.uid}"]);
+    c.apply(&pod(ns, "job3", "3", None, "scheduling.volcano.sh/queue-name: test\n    "));
+    // The test's kubelet deletes the evicted pod and keeps its conditions.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let conditions = loop {
+        assert!(Instant::now() < deadline, "job2 was not evicted:\n{}", t.log());
+        if let Some((_, conds)) = c.kubelet(ns).into_iter().find(|(n, _)| n == "job2") {
+            break conds;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        conditions
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|x| x["type"] == "DisruptionTarget" && x["status"] == "True")),
+        "{conditions}"
+    );
+    let evict = c.events(ns, "Evict");
+    assert!(evict.iter().any(|(o, m)| o == "job2" && m.contains("reclaim")), "{evict:?}");
+    let p = wait(&c, ns, 60, "job3 bound", || {
+        let p = c.placements(ns);
+        (!p["job3"].is_empty()).then_some(p)
+    });
+    assert_eq!(p["job1"], "n1", "job1 keeps running");
+    assert!(!p.contains_key("job2"));
+    // The controller recreates job2: it waits, since queue default is at its share.
+    c.apply(&pod(ns, "job2", "3", None, "scheduling.volcano.sh/queue-name: default\n    "));
+    let new_uid = c.kubectl(&["get", "pod", "-n", ns, "job2", "-o", "jsonpath={.metadata.uid}"]);
+    assert_ne!(new_uid, job2_uid);
+    wait(&c, ns, 30, "recreated job2 PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "job2"]);
+        p["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|x| x["type"] == "PodScheduled" && x["status"] == "False"))
+            .then_some(())
+    });
+    assert_eq!(c.placements(ns)["job2"], "");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// The same reclaim with a PodDisruptionBudget covering the victim: the
+/// Eviction API refuses, so nothing is evicted and the pod carries no
+/// DisruptionTarget; `--evict-mode delete` (Volcano's way) ignores the budget.
+#[test]
+fn eviction_respects_pdb_unless_delete_mode() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("pdb");
+    c.node("n1", "4");
+    let ns = "t-pdb";
+    namespace(&c, ns);
+    let conf = reclaim_config(&c);
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    let job2 = pod(ns, "job2", "3", None, "scheduling.volcano.sh/queue-name: default\n    ").replacen(
+        "  name: job2\n",
+        "  name: job2\n  labels: {app: job2}\n",
+        1,
+    );
+    c.apply(&format!(
+        "{}{job2}apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: keep-job2, namespace: {ns}}}\nspec:\n  minAvailable: 1\n  selector: {{matchLabels: {{app: job2}}}}\n",
+        pod(ns, "job1", "1", None, "scheduling.volcano.sh/queue-name: default\n    "),
+    ));
+    wait(&c, ns, 60, "job1 and job2 running", || {
+        let v = c.json(&["get", "pods", "-n", ns]);
+        v["items"].as_array().unwrap().iter().all(|p| p["status"]["phase"] == "Running").then_some(())
+    });
+    c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: test}\nspec: {weight: 3, reclaimable: true}\n");
+    c.apply(&pod(ns, "job3", "3", None, "scheduling.volcano.sh/queue-name: test\n    "));
+    let refused = wait(&c, ns, 60, "an EvictFailed event on job2", || {
+        c.events(ns, "EvictFailed").into_iter().find(|(o, _)| o == "job2")
+    });
+    assert!(refused.1.contains("disruption budget") || refused.1.contains("429"), "{refused:?}");
+    for _ in 0..5 {
+        let p = c.json(&["get", "pod", "-n", ns, "job2"]);
+        assert!(p["metadata"]["deletionTimestamp"].is_null(), "job2 was evicted despite its budget");
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        assert!(!conds.iter().any(|x| x["type"] == "DisruptionTarget"), "{conds:?}");
+        assert_eq!(c.placements(ns)["job3"], "");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(t.terminate());
+    // Volcano's plain delete does not consult the budget.
+    let _t2 = Tephra::start(&c, "b", &["--config", conf.to_str().unwrap(), "--evict-mode", "delete"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let conditions = loop {
+        assert!(Instant::now() < deadline, "job2 was not deleted in delete mode");
+        if let Some((_, conds)) = c.kubelet(ns).into_iter().find(|(n, _)| n == "job2") {
+            break conds;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        conditions.as_array().is_some_and(|cs| cs.iter().any(|x| x["type"] == "DisruptionTarget"
+            && x["reason"] == "PreemptionByScheduler"
+            && x["message"].as_str().is_some_and(|m| m.contains("reclaim")))),
+        "{conditions}"
+    );
+    wait(&c, ns, 60, "job3 bound", || (!c.placements(ns)["job3"].is_empty()).then_some(()));
+}
+
+/// Pods keep coming while the API server restarts: tephra relists, binds
+/// every pod exactly once, and keeps running.
+#[test]
+fn apiserver_restart_no_double_bind() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("restart");
+    c.node("n1", "16");
+    c.node("n2", "16");
+    let ns = "t-restart";
+    namespace(&c, ns);
+    let mut t = Tephra::start(&c, "a", &[]);
+    let batch = |from: usize| (from..from + 8).map(|i| pod(ns, &format!("p{i}"), "500m", None, "")).collect::<String>();
+    c.apply(&batch(0));
+    wait(&c, ns, 60, "first 8 bound", || c.placements(ns).values().all(|n| !n.is_empty()).then_some(()));
+    c.apply(&batch(8));
+    c.restart_apiserver();
+    c.apply(&batch(16));
+    let p = wait(&c, ns, 90, "all 24 bound after the restart", || {
+        let p = c.placements(ns);
+        (p.len() == 24 && p.values().all(|n| !n.is_empty())).then_some(p)
+    });
+    assert_eq!(p.len(), 24);
+    let scheduled = c.events(ns, "Scheduled");
+    for name in p.keys() {
+        let n = scheduled.iter().filter(|(o, m)| o == name && m.starts_with("Successfully")).count();
+        assert_eq!(n, 1, "{name} bound {n} times");
+    }
+    let log = t.log();
+    assert!(!log.contains("already assigned"), "a second bind was attempted:\n{log}");
+    assert!(log.contains("watch") || log.contains("does not answer"), "the restart was not even noticed:\n{log}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// Two schedulers answering to the same name without leader election (a
+/// migration mistake): they race for the same pods; the loser of each race
+/// gets a 409, resyncs the pod and moves on. Every pod is bound exactly once.
+#[test]
+fn racing_schedulers_never_double_bind() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("race");
+    c.node("n1", "64");
+    let ns = "t-race";
+    namespace(&c, ns);
+    let mut a = Tephra::start(&c, "a", &["--period", "100ms"]);
+    let mut b = Tephra::start(&c, "b", &["--period", "100ms"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let mut conflicts = 0;
+    for round in 0..3 {
+        let pods: String = (0..10).map(|i| pod(ns, &format!("r{round}-{i}"), "100m", Some("shared"), "")).collect();
+        if round == 0 {
+            c.apply(&format!(
+                "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: shared, namespace: {ns}}}\nspec: {{minMember: 1}}\n"
+            ));
+        }
+        c.apply(&pods);
+        wait(&c, ns, 60, "every pod bound", || c.placements(ns).values().all(|n| !n.is_empty()).then_some(()));
+        conflicts = a.log().matches("already assigned").count() + b.log().matches("already assigned").count();
+        if conflicts > 0 {
+            break;
+        }
+    }
+    let scheduled = c.events(ns, "Scheduled");
+    for name in c.placements(ns).keys() {
+        let n = scheduled.iter().filter(|(o, _)| o == name).count();
+        assert_eq!(n, 1, "{name} bound {n} times");
+    }
+    eprintln!("racing schedulers: {conflicts} bind conflicts, each resynced");
+    for log in [a.log(), b.log()] {
+        for line in log.lines().filter(|l| l.contains("already assigned")) {
+            assert!(line.contains("; it is bound to n1"), "a conflict without a resync: {line}");
+        }
+    }
+    a.assert_alive();
+    b.assert_alive();
+}
+
+/// Two replicas with leader election: one binds; when it dies, the other
+/// takes over within the lease duration and binds the rest, with no pod bound twice.
+#[test]
+fn leader_failover() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("leader");
+    c.node("n1", "32");
+    let ns = "t-leader";
+    namespace(&c, ns);
+    let le = [
+        "--admin",
+        "127.0.0.1:0",
+        "--leader-elect",
+        "--leader-elect-resource-namespace",
+        "tephra-system",
+        "--leader-elect-lease-duration",
+        "3s",
+        "--leader-elect-renew-deadline",
+        "2s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ];
+    let a = Tephra::start(&c, "replica-a", &le);
+    std::thread::sleep(Duration::from_secs(2));
+    let b = Tephra::start(&c, "replica-b", &le);
+    let holder =
+        || c.kubectl(&["get", "lease", "-n", "tephra-system", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
+    let first = wait(&c, ns, 30, "a lease holder", || Some(holder()).filter(|h| !h.is_empty()));
+    // Usually replica-a (up first), but plugin compilation on a cold cache may reorder them.
+    let (leader, mut standby) = match first.as_str() {
+        "replica-a" => (a, b),
+        "replica-b" => (b, a),
+        other => panic!("unknown lease holder {other:?}"),
+    };
+    let standby_name = if first == "replica-a" { "replica-b" } else { "replica-a" };
+    let batch = |from: usize| (from..from + 6).map(|i| pod(ns, &format!("p{i}"), "100m", None, "")).collect::<String>();
+    c.apply(&batch(0));
+    wait(&c, ns, 60, "first batch bound", || c.placements(ns).values().all(|n| !n.is_empty()).then_some(()));
+    assert!(!standby.log().contains("bound "), "the standby bound pods:\n{}", standby.log());
+    assert_eq!(standby.metric("tephra_leader"), Some(0.0), "the standby's /metrics");
+    assert_eq!(leader.metric("tephra_leader"), Some(1.0), "the leader's /metrics");
+    // The leader crashes (no release): the standby waits out the lease.
+    leader.signal("KILL");
+    let t0 = Instant::now();
+    c.apply(&batch(6));
+    wait(&c, ns, 60, "second batch bound by the standby", || {
+        let p = c.placements(ns);
+        (p.len() == 12 && p.values().all(|n| !n.is_empty())).then_some(())
+    });
+    let took = t0.elapsed();
+    assert_eq!(holder(), standby_name);
+    assert!(standby.log().contains("acquired"), "{}", standby.log());
+    eprintln!("failover: second batch bound {took:?} after the leader was killed");
+    let scheduled = c.events(ns, "Scheduled");
+    for name in c.placements(ns).keys() {
+        let n = scheduled.iter().filter(|(o, _)| o == name).count();
+        assert_eq!(n, 1, "{name} bound {n} times: {scheduled:?}");
+    }
+    // Graceful shutdown releases the lease at once.
+    standby.assert_alive();
+    assert!(standby.terminate(), "clean exit on SIGTERM");
+    assert_eq!(holder(), "", "the lease was released");
+    assert!(standby.log().contains("released"), "{}", standby.log());
+}
+
+/// The deploy/ manifests pass server-side validation, and the RBAC there
+/// grants what tephra needs and not more.
+#[test]
+fn deploy_manifests_validate() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("deploy");
+    let deploy = repo().join("deploy");
+    let out = c.kubectl(&["apply", "--dry-run=server", "-f", deploy.to_str().unwrap()]);
+    for kind in
+        ["deployment.apps/tephra-scheduler", "service/tephra-scheduler-metrics", "configmap/tephra-scheduler-config"]
+    {
+        assert!(out.contains(kind), "{out}");
+    }
+    let sa = "--as=system:serviceaccount:tephra-system:tephra";
+    let can = |args: &[&str]| {
+        let mut a = vec!["auth", "can-i"];
+        a.extend(args);
+        a.push(sa);
+        // can-i exits 1 on "no"; its answer is on stdout either way.
+        let out = Command::new(&c.kubectl).arg("--kubeconfig").arg(&c.kubeconfig).args(&a).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for ok in [
+        &["create", "pods", "--subresource=binding", "-n", "x"][..],
+        &["create", "pods", "--subresource=eviction", "-n", "x"],
+        &["patch", "pods", "--subresource=status", "-n", "x"],
+        &["watch", "nodes"],
+        &["patch", "queues.scheduling.volcano.sh", "--subresource=status"],
+        &["create", "podgroups.scheduling.volcano.sh", "-n", "x"],
+        &["update", "leases.coordination.k8s.io", "-n", "tephra-system"],
+    ] {
+        assert_eq!(can(ok), "yes", "{ok:?}");
+    }
+    for no in [
+        &["update", "nodes"][..],
+        &["create", "pods", "-n", "x"],
+        &["get", "secrets", "-n", "x"],
+        &["update", "leases.coordination.k8s.io", "-n", "kube-system"],
+        &["delete", "queues.scheduling.volcano.sh"],
+        &["update", "pods", "--subresource=binding", "-n", "x"],
+    ] {
+        assert!(can(no).starts_with("no"), "{no:?} should be refused: {}", can(no));
+    }
+}
