@@ -840,3 +840,51 @@ fn deploy_manifests_validate() {
         assert!(can(no).starts_with("no"), "{no:?} should be refused: {}", can(no));
     }
 }
+
+/// Queue reservation through the API: status.reservation lists the locked
+/// node and its idle total, another queue's pod stays off that node, and
+/// removing the guarantee clears the status.
+#[test]
+fn queue_reservation_status_and_lock() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("reserve");
+    c.node("n1", "4");
+    c.node("n2", "2");
+    let ns = "t-reserve";
+    namespace(&c, ns);
+    let conf = c.dir.join("scheduler.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, reserve, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: reservation\n    arguments: {maxReservedFraction: 0.7}\n- plugins:\n  - name: predicates\n",
+    )
+    .unwrap();
+    c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: serving}\nspec: {weight: 1, guarantee: {resource: {cpu: \"4\"}}}\n");
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    let status = wait(&c, ns, 60, "serving status.reservation", || {
+        let q = c.json(&["get", "queue", "serving"]);
+        (q["status"]["reservation"]["nodes"].as_array().is_some_and(|n| !n.is_empty()))
+            .then(|| q["status"]["reservation"].clone())
+    });
+    // n1 alone covers 4 cpu exactly; nothing runs there, so all of it is idle.
+    assert_eq!(status["nodes"], serde_json::json!(["n1"]), "{status}");
+    assert_eq!(status["resource"]["cpu"], "4", "{status}");
+    // A pod of another queue that would fit only on n1 waits, with the reason.
+    c.apply(&pod(ns, "batch", "3", None, ""));
+    let cond = wait(&c, ns, 30, "batch PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "batch"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    assert!(cond["message"].as_str().unwrap().contains("reserved for queue serving"), "{cond}");
+    assert_eq!(c.placements(ns)["batch"], "");
+    // No guarantee, no reservation: the status is cleared and batch binds on n1.
+    c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: serving}\nspec: {weight: 1}\n");
+    wait(&c, ns, 30, "status.reservation cleared", || {
+        c.json(&["get", "queue", "serving"])["status"]["reservation"].is_null().then_some(())
+    });
+    wait(&c, ns, 30, "batch bound to n1", || (c.placements(ns)["batch"] == "n1").then_some(()));
+    t.assert_alive();
+    assert!(t.terminate());
+}

@@ -43,10 +43,21 @@ pub fn podgroup_phase(g: &PodGroup, session_phase: JobPhase, pods: &[&crate::mod
     }
 }
 
-/// Extra fields for a Queue's status. Empty for now: `status.reservation`
-/// goes here once the Outcome carries reservations.
-pub fn queue_status_extra(_out: &Outcome, _queue: &str) -> serde_json::Map<String, Value> {
-    serde_json::Map::new()
+/// Extra fields for a Queue's status: `status.reservation {nodes, resource}`
+/// (the locked nodes and their idle total) for a queue that reserves.
+pub fn queue_status_extra(out: &Outcome, queue: &str) -> serde_json::Map<String, Value> {
+    let mut extra = serde_json::Map::new();
+    if let Some(r) = out.reservation_status.iter().find(|r| r.queue == queue) {
+        let resource: serde_json::Map<String, Value> = out
+            .dims
+            .iter()
+            .zip(&r.idle)
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(k, v)| (k.clone(), json!(quantity(k, *v))))
+            .collect();
+        extra.insert("reservation".into(), json!({"nodes": r.nodes, "resource": resource}));
+    }
+    extra
 }
 
 /// Writes statuses and events for one cycle.
@@ -163,13 +174,18 @@ async fn queues(client: &Client, out: &Outcome, view: &View) {
             }
         }
         let mut extra = queue_status_extra(out, name);
+        // A reservation that ended is cleared.
+        let current = |k: &str| obj.data.get("status").and_then(|s| s.get(k)).filter(|v| !v.is_null());
+        if !extra.contains_key("reservation") && current("reservation").is_some() {
+            extra.insert("reservation".into(), Value::Null);
+        }
         // No Volcano queue controller runs beside tephra: a new Queue is Open.
         if obj.data.get("status").and_then(|s| s.get("state")).is_none_or(Value::is_null) {
             extra.insert("state".into(), json!("Open"));
         }
         let same = have.len() == want.len()
             && want.iter().all(|(k, v)| have.get(k).is_some_and(|h| (h - v).abs() < resource::EPSILON))
-            && extra.iter().all(|(k, v)| obj.data.get("status").and_then(|s| s.get(k)) == Some(v));
+            && extra.iter().all(|(k, v)| current(k) == Some(v).filter(|v| !v.is_null()));
         if same {
             continue;
         }
