@@ -46,9 +46,10 @@ pub struct Fault {
 
 /// A node rejected by a plugin's predicate.
 #[derive(Clone, Debug, PartialEq)]
+/// Shared strings: one answer's reasons are reused for every node they cover.
 pub struct Reject {
-    pub plugin: String,
-    pub message: String,
+    pub plugin: Arc<str>,
+    pub message: Arc<str>,
     pub unresolvable: bool,
 }
 
@@ -56,6 +57,8 @@ pub struct Reject {
 pub struct Slot {
     pub conf: PluginConf,
     pub backend: Box<dyn Backend>,
+    /// The plugin's name, shared by its rejections.
+    name: Arc<str>,
     points: Vec<P>,
     delivered: usize,
     down: bool,
@@ -66,7 +69,8 @@ pub struct Slot {
 impl Slot {
     pub fn new(conf: PluginConf, backend: Box<dyn Backend>) -> Self {
         let points = backend.info().points.to_vec();
-        Slot { conf, backend, points, delivered: 0, down: false, calls: 0, busy: Default::default() }
+        let name = conf.name.as_str().into();
+        Slot { conf, backend, name, points, delivered: 0, down: false, calls: 0, busy: Default::default() }
     }
 
     /// Whether this plugin is asked about `point`: it implements it, its
@@ -244,12 +248,9 @@ impl Policies {
                 break;
             }
             let closed = |slot: &Slot, out: &mut Vec<Option<Reject>>| {
+                let message: Arc<str> = "plugin is down and its fault policy is fail-closed".into();
                 for &i in &idx {
-                    out[i] = Some(Reject {
-                        plugin: slot.conf.name.clone(),
-                        message: "plugin is down and its fault policy is fail-closed".into(),
-                        unresolvable: true,
-                    });
+                    out[i] = Some(Reject { plugin: slot.name.clone(), message: message.clone(), unresolvable: true });
                 }
             };
             if slot.down && slot.conf.fail_closed && slot.points.contains(&point) {
@@ -281,13 +282,14 @@ impl Policies {
                     continue;
                 }
             };
+            let messages: Vec<Arc<str>> = fit.reasons.iter().map(|r| r.message.as_str().into()).collect();
             for (k, &code) in fit.codes.iter().enumerate() {
                 if code > 0 {
-                    let r = &fit.reasons[code as usize - 1];
+                    let c = code as usize - 1;
                     out[idx[k]] = Some(Reject {
-                        plugin: slot.conf.name.clone(),
-                        message: r.message.clone(),
-                        unresolvable: r.unresolvable,
+                        plugin: slot.name.clone(),
+                        message: messages[c].clone(),
+                        unresolvable: fit.reasons[c].unresolvable,
                     });
                 }
             }

@@ -76,7 +76,7 @@ pub enum Decision {
 #[derive(Clone, Debug, Default)]
 pub struct FitErrors {
     /// (plugin or `resources`, message) → number of nodes.
-    pub counts: BTreeMap<(String, String), usize>,
+    pub counts: BTreeMap<(Arc<str>, Arc<str>), usize>,
     pub nodes: usize,
     /// A reason that is not about nodes (e.g. the queue's quota).
     pub whole: Option<String>,

@@ -14,6 +14,7 @@ use crate::plugin::Call;
 use crate::session::{FitErrors, Session};
 use crate::wasm::contract::ExtensionPoint as P;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// An action of the scheduling cycle.
 pub type Action = fn(&mut Session);
@@ -164,6 +165,9 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
     let start = ssn.scan_start;
     let mut out = Vec::new();
     let mut scanned = 0;
+    // Rejection texts, made once per search rather than per node.
+    let (resources, reservation): (Arc<str>, Arc<str>) = ("resources".into(), "reservation".into());
+    let mut insufficient: Vec<Option<Arc<str>>> = vec![None; ssn.d];
     while scanned < n && out.len() < want {
         // The next batch of nodes with room, asked of the plugins in one call.
         let mut batch = Vec::new();
@@ -171,13 +175,14 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
             let node = ((start + scanned) % n) as u32;
             scanned += 1;
             if ssn.lock_blocks(task, node) {
-                *errors.counts.entry(("reservation".into(), ssn.lock_reason(node))).or_default() += 1;
+                *errors.counts.entry((reservation.clone(), ssn.lock_reason(node).into())).or_default() += 1;
                 continue;
             }
             if check_resources {
                 if let Some(d) = ssn.short(&req, node, true) {
-                    let msg = format!("Insufficient {}", ssn.snap.dims[d]);
-                    *errors.counts.entry(("resources".into(), msg)).or_default() += 1;
+                    let msg =
+                        insufficient[d].get_or_insert_with(|| format!("Insufficient {}", ssn.snap.dims[d]).into());
+                    *errors.counts.entry((resources.clone(), msg.clone())).or_default() += 1;
                     continue;
                 }
             }
