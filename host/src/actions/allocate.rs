@@ -52,13 +52,13 @@ pub fn execute(ssn: &mut Session) {
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
             let mut left = jobs_by_queue.remove(&q).unwrap_or_default();
-            while let Some(j) = left.pop(ssn, Kind::Job) {
+            while let Some(j) = left.pop() {
                 ssn.note_job(j, format!("queue {} is overused", ssn.names.queues[q as usize]));
             }
             continue;
         }
         let mut list = jobs_by_queue.remove(&q).unwrap_or_default();
-        let Some(job) = list.pop(ssn, Kind::Job) else { continue };
+        let Some(job) = list.pop() else { continue };
         jobs_by_queue.insert(q, list);
         let mut tasks = worksheet.remove(&job).unwrap_or_default();
         let roles = failed_roles.entry(job).or_default();

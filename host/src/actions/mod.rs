@@ -13,7 +13,8 @@ mod victims;
 use crate::plugin::Call;
 use crate::session::{FitErrors, Session};
 use crate::wasm::contract::ExtensionPoint as P;
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// An action of the scheduling cycle.
@@ -120,11 +121,45 @@ pub fn pop_first(ssn: &mut Session, kind: Kind, set: &mut Vec<u32>) -> Option<u3
 
 /// Ids with the plugins' sort keys taken when pushed (Volcano's heaps: a
 /// job's keys change only through its own allocations, after which it is
-/// pushed again). Popping asks no plugin.
+/// pushed again). Popping asks no plugin. The fallback order is turned into
+/// a rank once, so the heap needs no session to compare.
 #[derive(Default)]
 pub struct Keyed {
-    items: Vec<(Vec<f64>, u32)>,
+    heap: BinaryHeap<Reverse<Entry>>,
+    /// Per id of the kind, its place in Volcano's fallback order.
+    rank: Vec<u32>,
 }
+
+struct Entry {
+    keys: Vec<f64>,
+    rank: u32,
+    id: u32,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.keys
+            .iter()
+            .zip(&other.keys)
+            .map(|(x, y)| x.partial_cmp(y).unwrap_or(Ordering::Equal))
+            .find(|o| o.is_ne())
+            .unwrap_or_else(|| self.rank.cmp(&other.rank))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
 
 impl Keyed {
     /// Adds `ids`, asking each plugin once for all their keys.
@@ -132,23 +167,29 @@ impl Keyed {
         if ids.is_empty() {
             return;
         }
+        if self.rank.is_empty() {
+            let n = match kind {
+                Kind::Queue => ssn.queues(),
+                Kind::Job => ssn.jobs(),
+                Kind::Task => ssn.tasks(),
+            };
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by(|&a, &b| fallback(ssn, kind, a, b));
+            self.rank = vec![0; n];
+            for (r, &id) in order.iter().enumerate() {
+                self.rank[id as usize] = r as u32;
+            }
+        }
         let rows = ssn.policies.order_keys(&ssn.events, order_call(kind, ids), ids.len());
         for (i, &id) in ids.iter().enumerate() {
-            self.items.push((rows.iter().map(|r| r[i]).collect(), id));
+            let keys = rows.iter().map(|r| r[i]).collect();
+            self.heap.push(Reverse(Entry { keys, rank: self.rank[id as usize], id }));
         }
     }
 
     /// Removes and returns the first id in order.
-    pub fn pop(&mut self, ssn: &Session, kind: Kind) -> Option<u32> {
-        let best = (0..self.items.len()).min_by(|&a, &b| {
-            let ((ka, ia), (kb, ib)) = (&self.items[a], &self.items[b]);
-            ka.iter()
-                .zip(kb)
-                .map(|(x, y)| x.partial_cmp(y).unwrap_or(Ordering::Equal))
-                .find(|o| o.is_ne())
-                .unwrap_or_else(|| fallback(ssn, kind, *ia, *ib))
-        })?;
-        Some(self.items.swap_remove(best).1)
+    pub fn pop(&mut self) -> Option<u32> {
+        self.heap.pop().map(|Reverse(e)| e.id)
     }
 }
 
