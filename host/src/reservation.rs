@@ -156,31 +156,30 @@ impl Session {
 
     /// Locks `nodes` for job `j` (its previous nodes are released first).
     pub fn lock_for_job(&mut self, j: u32, nodes: &[u32]) {
-        for l in self.snap.node_locked_job.iter_mut().filter(|l| **l == j) {
-            *l = NONE;
-        }
-        for &n in nodes {
-            if self.snap.node_locked_queue[n as usize] == NONE {
-                self.snap.node_locked_job[n as usize] = j;
-            }
-        }
+        relock(&mut self.snap.node_locked_job, &self.snap.node_locked_queue, j, nodes);
     }
 
     /// Locks `nodes` for queue `q` (its previous nodes are released first).
     pub fn lock_for_queue(&mut self, q: u32, nodes: &[u32]) {
-        for l in self.snap.node_locked_queue.iter_mut().filter(|l| **l == q) {
-            *l = NONE;
-        }
-        for &n in nodes {
-            if self.snap.node_locked_job[n as usize] == NONE {
-                self.snap.node_locked_queue[n as usize] = q;
-            }
-        }
+        relock(&mut self.snap.node_locked_queue, &self.snap.node_locked_job, q, nodes);
     }
 
     /// Ends the reservation of target `j`.
     pub fn release_target(&mut self, j: u32) {
         self.lock_for_job(j, &[]);
         self.snap.reservation_targets.retain(|&t| t != j);
+    }
+}
+
+/// Gives `owner` exactly `nodes` in the lock column `mine`, skipping nodes
+/// the other kind of lock (`theirs`) already holds: a node has one owner.
+fn relock(mine: &mut [u32], theirs: &[u32], owner: u32, nodes: &[u32]) {
+    for l in mine.iter_mut().filter(|l| **l == owner) {
+        *l = NONE;
+    }
+    for &n in nodes {
+        if theirs[n as usize] == NONE {
+            mine[n as usize] = owner;
+        }
     }
 }

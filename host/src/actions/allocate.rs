@@ -2,7 +2,9 @@
 //! statement commits only once the job is ready (gang), stays applied but
 //! uncommitted when merely pipelined, and is discarded otherwise (§7.2).
 
-use super::{best_node, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
+use super::{
+    best_node, fallback_rank, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind,
+};
 use crate::plugin::Call;
 use crate::session::{Session, NONE};
 use crate::statement::Statement;
@@ -44,8 +46,9 @@ pub fn execute(ssn: &mut Session) {
         listed.entry(q).or_default().push(j);
     }
     let mut jobs_by_queue: BTreeMap<u32, Keyed> = BTreeMap::new();
+    let rank = fallback_rank(ssn, Kind::Job);
     for (q, jobs) in listed {
-        jobs_by_queue.entry(q).or_default().push(ssn, Kind::Job, &jobs);
+        jobs_by_queue.entry(q).or_insert_with(|| Keyed::new(rank.clone())).push(ssn, Kind::Job, &jobs);
     }
 
     let mut failed_roles: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
@@ -70,7 +73,7 @@ pub fn execute(ssn: &mut Session) {
                 stmt.commit(ssn);
                 if !tasks.is_empty() {
                     worksheet.insert(job, tasks);
-                    jobs_by_queue.entry(q).or_default().push(ssn, Kind::Job, &[job]);
+                    jobs_by_queue.entry(q).or_insert_with(|| Keyed::new(rank.clone())).push(ssn, Kind::Job, &[job]);
                 }
             }
             // Pipelined only: the statement stays applied, uncommitted, for the

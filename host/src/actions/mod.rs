@@ -15,6 +15,7 @@ use crate::session::{FitErrors, Session};
 use crate::wasm::contract::ExtensionPoint as P;
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// An action of the scheduling cycle.
@@ -127,7 +128,23 @@ pub fn pop_first(ssn: &mut Session, kind: Kind, set: &mut Vec<u32>) -> Option<u3
 pub struct Keyed {
     heap: BinaryHeap<Reverse<Entry>>,
     /// Per id of the kind, its place in Volcano's fallback order.
-    rank: Vec<u32>,
+    rank: Rc<[u32]>,
+}
+
+/// Per id of `kind`, its place in Volcano's fallback order.
+pub fn fallback_rank(ssn: &Session, kind: Kind) -> Rc<[u32]> {
+    let n = match kind {
+        Kind::Queue => ssn.queues(),
+        Kind::Job => ssn.jobs(),
+        Kind::Task => ssn.tasks(),
+    };
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by(|&a, &b| fallback(ssn, kind, a, b));
+    let mut rank = vec![0; n];
+    for (r, &id) in order.iter().enumerate() {
+        rank[id as usize] = r as u32;
+    }
+    rank.into()
 }
 
 struct Entry {
@@ -162,23 +179,15 @@ impl PartialEq for Entry {
 impl Eq for Entry {}
 
 impl Keyed {
+    /// An empty queue ordering ties by `rank` ([`fallback_rank`], shared).
+    pub fn new(rank: Rc<[u32]>) -> Self {
+        Keyed { heap: BinaryHeap::new(), rank }
+    }
+
     /// Adds `ids`, asking each plugin once for all their keys.
     pub fn push(&mut self, ssn: &mut Session, kind: Kind, ids: &[u32]) {
         if ids.is_empty() {
             return;
-        }
-        if self.rank.is_empty() {
-            let n = match kind {
-                Kind::Queue => ssn.queues(),
-                Kind::Job => ssn.jobs(),
-                Kind::Task => ssn.tasks(),
-            };
-            let mut order: Vec<u32> = (0..n as u32).collect();
-            order.sort_by(|&a, &b| fallback(ssn, kind, a, b));
-            self.rank = vec![0; n];
-            for (r, &id) in order.iter().enumerate() {
-                self.rank[id as usize] = r as u32;
-            }
         }
         let rows = ssn.policies.order_keys(&ssn.events, order_call(kind, ids), ids.len());
         for (i, &id) in ids.iter().enumerate() {

@@ -87,28 +87,18 @@ impl Policy for Reservation {
     }
 
     fn reserved_nodes(&mut self, s: &Session, owner: LockOwner, candidates: &[u32]) -> Result<Vec<u32>, String> {
-        match owner {
-            LockOwner::Job(j) => {
-                let r = self.for_job(s, j, candidates);
-                for l in self.job_locks.iter_mut().filter(|l| **l == j) {
-                    *l = NONE;
-                }
-                if let Ok(nodes) = &r {
-                    nodes.iter().for_each(|&n| self.job_locks[n as usize] = j);
-                }
-                r
-            }
-            LockOwner::Queue(q) => {
-                let r = self.for_queue(s, q, candidates);
-                for l in self.queue_locks.iter_mut().filter(|l| **l == q) {
-                    *l = NONE;
-                }
-                if let Ok(nodes) = &r {
-                    nodes.iter().for_each(|&n| self.queue_locks[n as usize] = q);
-                }
-                r
-            }
+        let (r, locks, id) = match owner {
+            LockOwner::Job(j) => (self.for_job(s, j, candidates), &mut self.job_locks, j),
+            LockOwner::Queue(q) => (self.for_queue(s, q, candidates), &mut self.queue_locks, q),
+        };
+        // What this session's later answers must see as already held.
+        for l in locks.iter_mut().filter(|l| **l == id) {
+            *l = NONE;
         }
+        if let Ok(nodes) = &r {
+            nodes.iter().for_each(|&n| locks[n as usize] = id);
+        }
+        r
     }
 
     /// Tasks running past their estimate on a big job's nodes.
