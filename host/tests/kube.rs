@@ -767,6 +767,12 @@ fn leader_failover() {
     let batch = |from: usize| (from..from + 6).map(|i| pod(ns, &format!("p{i}"), "100m", None, "")).collect::<String>();
     c.apply(&batch(0));
     wait(&c, ns, 60, "first batch bound", || c.placements(ns).values().all(|n| !n.is_empty()).then_some(()));
+    // The leader writes each Scheduled event after its bind: let it finish
+    // before the crash, or a killed leader's lost event reads as "bound 0 times".
+    wait(&c, ns, 30, "first batch's Scheduled events", || {
+        let scheduled = c.events(ns, "Scheduled");
+        (0..6).all(|i| scheduled.iter().any(|(o, _)| *o == format!("p{i}"))).then_some(())
+    });
     assert!(!standby.log().contains("bound "), "the standby bound pods:\n{}", standby.log());
     assert_eq!(standby.metric("tephra_leader"), Some(0.0), "the standby's /metrics");
     assert_eq!(leader.metric("tephra_leader"), Some(1.0), "the leader's /metrics");
