@@ -5,6 +5,9 @@
 //!
 //!   cargo bench -p tephra --bench schedule            # 1k nodes / 10k pending pods
 //!   TEPHRA_BENCH_ALL=1 cargo bench -p tephra --bench schedule   # + 5k/50k and 10k/100k (50k running)
+//!
+//! `TEPHRA_BENCH_ONLY=5k` keeps the workloads whose name contains "5k";
+//! `TEPHRA_BENCH_PLUGINS=wasm` (or `native`) runs one side only (for profiling).
 
 #[path = "support/native.rs"]
 mod native;
@@ -69,8 +72,11 @@ struct Run {
     cycles: Vec<Duration>,
     opens: Vec<Duration>,
     actions: BTreeMap<String, Duration>,
-    plugins: BTreeMap<String, f64>,
+    /// Seconds inside each plugin's calls, and the number of calls.
+    plugins: BTreeMap<String, (f64, u64)>,
     binds: usize,
+    /// Time of the cycles that placed something: until every pod is placed.
+    placing: Duration,
 }
 
 fn pct(v: &[Duration], p: f64) -> f64 {
@@ -97,8 +103,10 @@ fn run(cluster: &Cluster, config: &SchedulerConfig, lib: Option<&Library>) -> Ru
         assert!(ssn.policies.faults.is_empty(), "{:?}", ssn.policies.faults);
         let (out, mut p) = ssn.close();
         r.cycles.push(start.elapsed());
-        for (name, _, secs) in p.take_call_stats() {
-            *r.plugins.entry(name).or_default() += secs;
+        for (name, calls, secs) in p.take_call_stats() {
+            let e = r.plugins.entry(name).or_default();
+            e.0 += secs;
+            e.1 += calls;
         }
         pol = p;
         let mut bound = 0;
@@ -114,6 +122,7 @@ fn run(cluster: &Cluster, config: &SchedulerConfig, lib: Option<&Library>) -> Ru
         if bound == 0 {
             break;
         }
+        r.placing += *r.cycles.last().unwrap();
     }
     r
 }
@@ -135,7 +144,7 @@ fn main() {
         "1k nodes / 10k pending",
         Spec { nodes: 1000, pending_pods: 10_000, running_pods: 0, queues: 4, node_groups: 4, seed: 1 },
     )];
-    if std::env::var_os("TEPHRA_BENCH_ALL").is_some() {
+    if std::env::var_os("TEPHRA_BENCH_ALL").is_some() || std::env::var_os("TEPHRA_BENCH_ONLY").is_some() {
         workloads.push((
             "5k nodes / 50k pending",
             Spec { nodes: 5000, pending_pods: 50_000, running_pods: 0, queues: 8, node_groups: 8, seed: 2 },
@@ -145,6 +154,9 @@ fn main() {
             Spec { nodes: 10_000, pending_pods: 50_000, running_pods: 50_000, queues: 8, node_groups: 8, seed: 3 },
         ));
     }
+    let only = std::env::var("TEPHRA_BENCH_ONLY").unwrap_or_default();
+    workloads.retain(|(name, _)| name.starts_with(only.as_str()));
+    let sides = std::env::var("TEPHRA_BENCH_PLUGINS").unwrap_or_default();
     for (name, spec) in workloads {
         let cluster = generate(&spec);
         println!(
@@ -155,23 +167,27 @@ fn main() {
             cluster.podgroups.len()
         );
         println!(
-            "{:<7} {:>6} {:>7} {:>10} {:>9} {:>9} {:>9}  per action (s) / per plugin (s)",
-            "plugins", "cycles", "binds", "pods/s", "p50 ms", "p99 ms", "open ms"
+            "{:<7} {:>6} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9}  per action (s) / per plugin (s)",
+            "plugins", "cycles", "binds", "placed s", "pods/s", "p50 ms", "p99 ms", "open ms"
         );
         let mut totals = Vec::new();
         for (label, l) in [("wasm", Some(&lib)), ("native", None)] {
+            if !sides.is_empty() && sides != label {
+                continue;
+            }
             let r = run(&cluster, &config, l);
-            let total: f64 = r.cycles.iter().map(Duration::as_secs_f64).sum();
-            totals.push(total);
+            totals.push(r.placing.as_secs_f64());
             let acts: Vec<String> = r.actions.iter().map(|(a, d)| format!("{a} {:.2}", d.as_secs_f64())).collect();
-            let mut plugs: Vec<(&String, &f64)> = r.plugins.iter().collect();
-            plugs.sort_by(|a, b| b.1.partial_cmp(a.1).unwrap());
-            let plugs: Vec<String> = plugs.iter().take(4).map(|(p, s)| format!("{p} {s:.2}")).collect();
+            let mut plugs: Vec<(&String, &(f64, u64))> = r.plugins.iter().collect();
+            plugs.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
+            let plugs: Vec<String> =
+                plugs.iter().take(8).map(|(p, (s, n))| format!("{p} {s:.2} ({}k calls)", n / 1000)).collect();
             println!(
-                "{label:<7} {:>6} {:>7} {:>10.0} {:>9.1} {:>9.1} {:>9.1}  {} / {}",
+                "{label:<7} {:>6} {:>7} {:>9.2} {:>10.0} {:>9.1} {:>9.1} {:>9.1}  {} / {}",
                 r.cycles.len(),
                 r.binds,
-                r.binds as f64 / total,
+                r.placing.as_secs_f64(),
+                r.binds as f64 / r.placing.as_secs_f64(),
                 pct(&r.cycles, 0.5),
                 pct(&r.cycles, 0.99),
                 pct(&r.opens, 0.5),
@@ -179,6 +195,9 @@ fn main() {
                 plugs.join(", ")
             );
         }
-        println!("wasm / native time: {:.2}x; peak RSS so far {:.0} MiB", totals[0] / totals[1], peak_rss_mib());
+        if let [wasm, native] = totals[..] {
+            println!("wasm / native time to place: {:.2}x", wasm / native);
+        }
+        println!("peak RSS so far {:.0} MiB", peak_rss_mib());
     }
 }

@@ -176,6 +176,8 @@ impl Policies {
 
     /// Calls one plugin after delivering the events it has not seen.
     fn ask(faults: &mut Vec<Fault>, slot: &mut Slot, events: &[Event], call: Call<'_>) -> Option<Answer> {
+        // Busy time includes delivering events: both are the plugin's work.
+        let started = std::time::Instant::now();
         if slot.delivered < events.len() {
             let r = slot.backend.on_events(&events[slot.delivered..]);
             slot.delivered = events.len();
@@ -184,7 +186,6 @@ impl Policies {
                 return None;
             }
         }
-        let started = std::time::Instant::now();
         let r = slot.backend.call(call);
         slot.calls += 1;
         slot.busy += started.elapsed();

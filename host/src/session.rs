@@ -100,6 +100,13 @@ pub struct Extra {
     pub task_preempt_never: Vec<bool>,
     pub task_nominated: Vec<u32>,
     pub task_uid: Vec<String>,
+    /// Per pending task, a hash of everything a plugin may read about it and
+    /// its job except ids, names and times (request, role, priority,
+    /// selectors, tolerations, affinity; the job's queue, minimums, priority
+    /// and annotations): tasks with equal classes get the same predicate and
+    /// score answers on a node, so allocate asks once per class (see
+    /// `actions::classes`). 0 for tasks that are not pending.
+    pub task_class: Vec<u64>,
     pub job_pg: Vec<usize>,
     pub job_tasks: Vec<Vec<u32>>,
     pub job_roles: Vec<BTreeMap<u32, u32>>,
@@ -137,6 +144,41 @@ pub struct Session {
     pub scan_start: usize,
     /// Reservation bookkeeping beside the snapshot's lock columns.
     pub locks: crate::reservation::Locks,
+}
+
+/// A hash of what plugins may read about a job except its id, name and
+/// times: queue, gang minimums, priority, annotations.
+fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (queue, g.min_member, &g.min_task_member, &g.priority_class, g.priority, &g.annotations).hash(&mut h);
+    for (k, v) in g.min_resources.iter().flatten() {
+        (k, v.to_bits()).hash(&mut h);
+    }
+    g.min_resources.is_some().hash(&mut h);
+    h.finish()
+}
+
+/// The class hash of a pending pod of a job with signature `job` (see
+/// [`Extra::task_class`]).
+fn class_of(p: &crate::model::Pod, req: &[f64], job: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    job.hash(&mut h);
+    req.iter().for_each(|v| v.to_bits().hash(&mut h));
+    (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
+    p.annotations.get("volcano.sh/task-priority").hash(&mut h);
+    p.node_selector.hash(&mut h);
+    for t in &p.tolerations {
+        (&t.key, &t.operator, &t.value, &t.effect).hash(&mut h);
+    }
+    for term in &p.affinity {
+        term.len().hash(&mut h);
+        for e in term {
+            (&e.key, &e.operator, &e.values).hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 struct Interner {
@@ -286,9 +328,11 @@ impl Session {
 
         // Jobs: PodGroups whose queue exists (others are invisible, as in Volcano).
         let mut job_of: HashMap<(&str, &str), u32> = HashMap::new();
+        let mut job_sig = Vec::new();
         for (gi, g) in cluster.podgroups.iter().enumerate() {
             let Some(&q) = queue_index.get(&g.queue) else { continue };
             let j = snap.job_queue.len() as u32;
+            job_sig.push(job_signature(g, q));
             job_of.insert((g.namespace.as_str(), g.name.as_str()), j);
             names.jobs.push(g.key());
             extra.job_pg.push(gi);
@@ -350,6 +394,11 @@ impl Session {
                 .task_nominated
                 .push(p.nominated_node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE));
             extra.task_uid.push(format!("{}-{}", p.namespace, p.name));
+            extra.task_class.push(if status == TaskStatus::Pending {
+                class_of(p, &req, job_sig[j as usize])
+            } else {
+                0
+            });
             extra.job_tasks[j as usize].push(t);
             snap.task_job.push(j);
             snap.task_status.push(status);

@@ -27,6 +27,9 @@ pub struct Session {
     pub job_valid: Vec<u32>,
     /// Per job, row-major: Σ requests of tasks in Allocated..Running.
     pub job_allocated: Vec<f64>,
+    /// Per job, row-major: `minResources` as a dense row (read per call by
+    /// quota policies, so it is laid out once).
+    job_min: Vec<f64>,
     best_effort: Vec<bool>,
 }
 
@@ -72,6 +75,12 @@ impl Session {
                 v.push(j as u32);
             }
         }
+        let mut job_min = vec![0.0; jobs * d];
+        for q in &snap.job_min_resources {
+            if (q.owner as usize) < jobs && (q.dim as usize) < d {
+                job_min[q.owner as usize * d + q.dim as usize] = q.value;
+            }
+        }
         let best_effort =
             (0..snap.task_job.len()).map(|t| resource::is_empty(&snap.task_resreq[t * d..(t + 1) * d])).collect();
         let mut s = Session {
@@ -84,6 +93,7 @@ impl Session {
             job_pending_best_effort: vec![0; jobs],
             job_valid: vec![0; jobs],
             job_allocated: vec![0.0; jobs * d],
+            job_min,
             best_effort,
         };
         for t in 0..s.snap.task_job.len() as u32 {
@@ -187,11 +197,7 @@ impl Session {
         if !self.snap.job_has_min_resources[j as usize] {
             return None;
         }
-        let mut row = vec![0.0; self.d];
-        for q in self.snap.job_min_resources.iter().filter(|q| q.owner == j) {
-            row[q.dim as usize] = q.value;
-        }
-        Some(row)
+        Some(Self::row(&self.job_min, j, self.d).to_vec())
     }
     /// Volcano's `IsReady`: ready + pending best-effort ≥ minAvailable.
     pub fn job_is_ready(&self, j: u32) -> bool {

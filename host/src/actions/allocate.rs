@@ -2,9 +2,8 @@
 //! statement commits only once the job is ready (gang), stays applied but
 //! uncommitted when merely pipelined, and is discarded otherwise (§7.2).
 
-use super::{
-    best_node, fallback_rank, feasible_nodes, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind,
-};
+use super::classes::Classes;
+use super::{fallback_rank, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
 use crate::plugin::Call;
 use crate::session::{Session, NONE};
 use crate::statement::Statement;
@@ -52,6 +51,7 @@ pub fn execute(ssn: &mut Session) {
     }
 
     let mut failed_roles: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    let mut classes = Classes::new(ssn);
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
             let mut left = jobs_by_queue.remove(&q).unwrap_or_default();
@@ -66,7 +66,7 @@ pub fn execute(ssn: &mut Session) {
         let mut tasks = worksheet.remove(&job).unwrap_or_default();
         let roles = failed_roles.entry(job).or_default();
         let mut roles = std::mem::take(roles);
-        let stmt = allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors);
+        let stmt = allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors, &mut classes);
         failed_roles.insert(job, roles);
         if let Some(stmt) = stmt {
             if job_ready(ssn, job) {
@@ -89,9 +89,11 @@ fn allocate_tasks(
     tasks: &mut VecDeque<u32>,
     failed_roles: &mut BTreeSet<u32>,
     cache_errors: bool,
+    classes: &mut Classes,
 ) -> Option<Statement> {
     let queue = ssn.job_queue(job);
     let mut stmt = Statement::new();
+    classes.begin(ssn, job);
     while let Some(t) = tasks.pop_front() {
         if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
             let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
@@ -102,8 +104,7 @@ fn allocate_tasks(
         if cache_errors && role != 0 && failed_roles.contains(&role) {
             continue;
         }
-        let nodes = nominated(ssn, t).map(|n| vec![n]).unwrap_or_else(|| feasible_nodes(ssn, t, true));
-        if nodes.is_empty() {
+        let Some(node) = nominated(ssn, t).or_else(|| classes.choose(ssn, t)) else {
             if role != 0 {
                 failed_roles.insert(role);
             }
@@ -111,8 +112,7 @@ fn allocate_tasks(
                 continue;
             }
             break;
-        }
-        let Some(node) = best_node(ssn, t, &nodes) else { continue };
+        };
         if ssn.short(ssn.req(t), node, false).is_none() {
             stmt.allocate(ssn, t, node);
         } else {

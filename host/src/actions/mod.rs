@@ -3,6 +3,7 @@
 
 mod allocate;
 mod backfill;
+mod classes;
 mod enqueue;
 mod preempt;
 mod reclaim;
@@ -202,11 +203,17 @@ impl Keyed {
     }
 }
 
+/// (plugin or `resources`, message): how fit errors are tallied.
+type Rejection = (Arc<str>, Arc<str>);
+
 /// Nodes where `task` fits: resources against FutureIdle (when
 /// `check_resources`) and every plugin predicate. Failures are recorded.
 ///
 /// Like Volcano, the search stops once it has found `nodes_to_find` feasible
-/// nodes, starting where the previous search stopped.
+/// nodes, starting where the previous search stopped. Plugins are asked in
+/// batches sized by the pass rate seen so far; answers past the node that
+/// completes the set are dropped, so the result and the next start are the
+/// same as asking node by node.
 pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Vec<u32> {
     let n = ssn.nodes();
     let mut errors = FitErrors { nodes: n, ..Default::default() };
@@ -214,42 +221,57 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
     let want = nodes_to_find(n, ssn.nodes_percentage);
     let start = ssn.scan_start;
     let mut out = Vec::new();
-    let mut scanned = 0;
+    // Nodes looked at so far, and those of them the search used.
+    let (mut scanned, mut consumed) = (0, 0);
+    let (mut asked, mut passed) = (0usize, 0usize);
     // Rejection texts, made once per search rather than per node.
     let (resources, reservation): (Arc<str>, Arc<str>) = ("resources".into(), "reservation".into());
     let mut insufficient: Vec<Option<Arc<str>>> = vec![None; ssn.d];
     while scanned < n && out.len() < want {
-        // The next batch of nodes with room, asked of the plugins in one call.
-        let mut batch = Vec::new();
-        while scanned < n && batch.len() < want - out.len() {
+        // Enough nodes with room that, at the pass rate so far, the plugins
+        // complete the set in one call.
+        let target = ((want - out.len()) * (asked + 1)).div_ceil(passed + 1);
+        // Per node in scan order, the host's own rejection if any.
+        let mut batch: Vec<(u32, Option<Rejection>)> = Vec::new();
+        let mut room = Vec::new();
+        while scanned < n && room.len() < target {
             let node = ((start + scanned) % n) as u32;
             scanned += 1;
             if ssn.lock_blocks(task, node) {
-                *errors.counts.entry((reservation.clone(), ssn.lock_reason(node).into())).or_default() += 1;
+                batch.push((node, Some((reservation.clone(), ssn.lock_reason(node).into()))));
                 continue;
             }
             if check_resources {
                 if let Some(d) = ssn.short(&req, node, true) {
                     let msg =
                         insufficient[d].get_or_insert_with(|| format!("Insufficient {}", ssn.snap.dims[d]).into());
-                    *errors.counts.entry((resources.clone(), msg.clone())).or_default() += 1;
+                    batch.push((node, Some((resources.clone(), msg.clone()))));
                     continue;
                 }
             }
-            batch.push(node);
+            batch.push((node, None));
+            room.push(node);
         }
-        if batch.is_empty() {
-            break;
-        }
-        let verdicts = ssn.policies.predicate(&ssn.events, task, &batch);
-        for (node, v) in batch.into_iter().zip(verdicts) {
-            match v {
+        let mut verdicts = if room.is_empty() { Vec::new() } else { ssn.policies.predicate(&ssn.events, task, &room) };
+        asked += room.len();
+        passed += verdicts.iter().filter(|v| v.is_none()).count();
+        verdicts.reverse();
+        for (node, host) in batch {
+            if out.len() == want {
+                break;
+            }
+            consumed += 1;
+            let verdict = match host {
+                Some(reason) => Some(reason),
+                None => verdicts.pop().flatten().map(|r| (r.plugin, r.message)),
+            };
+            match verdict {
                 None => out.push(node),
-                Some(r) => *errors.counts.entry((r.plugin, r.message)).or_default() += 1,
+                Some(key) => *errors.counts.entry(key).or_default() += 1,
             }
         }
     }
-    ssn.scan_start = (start + scanned) % n.max(1);
+    ssn.scan_start = (start + consumed) % n.max(1);
     out.sort_unstable();
     if out.is_empty() {
         ssn.fit_errors.insert(task, errors);
@@ -280,16 +302,21 @@ pub fn best_node(ssn: &mut Session, task: u32, nodes: &[u32]) -> Option<u32> {
         0 => None,
         1 => Some(gradient[0]),
         _ => {
-            let scores = if ssn.policies.any(P::NodeOrder) {
-                ssn.policies.node_scores(&ssn.events, task, &gradient)
-            } else {
-                vec![0.0; gradient.len()]
-            };
+            let scores = scores(ssn, task, &gradient);
             let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let best: Vec<u32> = gradient.iter().zip(&scores).filter(|(_, s)| **s == max).map(|(n, _)| *n).collect();
             let pick = (ssn.random() % best.len() as u64) as usize;
             Some(best[pick])
         }
+    }
+}
+
+/// The node-order scores of `nodes` for `task`, summed over plugins.
+fn scores(ssn: &mut Session, task: u32, nodes: &[u32]) -> Vec<f64> {
+    if ssn.policies.any(P::NodeOrder) {
+        ssn.policies.node_scores(&ssn.events, task, nodes)
+    } else {
+        vec![0.0; nodes.len()]
     }
 }
 

@@ -125,6 +125,10 @@ impl Runtime {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.concurrency_support(false);
+        // `perf` names guest functions from /tmp/perf-<pid>.map when asked.
+        if std::env::var_os("TEPHRA_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         // Compiled code is cached on disk by content: restarts do not recompile.
         if let Some(dir) = &sandbox.cache_dir {
             let mut cache = wasmtime::CacheConfig::new();
