@@ -194,6 +194,7 @@ impl SchedulerConfig {
                     args.insert(key, val);
                 }
             }
+            check_action_args(name, &args).map_err(|e| anyhow!("{origin}: configurations[{ci}].arguments.{e}"))?;
             action_args.insert(name.to_string(), args);
         }
         Ok(SchedulerConfig { actions, tiers, action_args, unset_is_on: true })
@@ -248,6 +249,23 @@ impl SchedulerConfig {
     }
 }
 
+/// Action arguments tephra reads: a value it would misread is an error
+/// (other keys are passed over, as Volcano does).
+fn check_action_args(action: &str, args: &BTreeMap<String, String>) -> std::result::Result<(), String> {
+    if action != "allocate" {
+        return Ok(());
+    }
+    for key in ["taskClasses", "predicateErrorCacheEnable"] {
+        if let Some(v) = args.get(key).filter(|v| !matches!(v.as_str(), "true" | "false")) {
+            return Err(format!("{key}: expected true or false, got {v:?}"));
+        }
+    }
+    if let Some(v) = args.get("percentageNodesToFind").filter(|v| v.parse::<u32>().map_or(true, |p| p > 100)) {
+        return Err(format!("percentageNodesToFind: expected a whole number from 0 to 100, got {v:?}"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +317,17 @@ configurations:
         assert!(e.to_string().contains("tiers[0].plugins[0]: unknown field \"enableFoo\""), "{e}");
         let both = "actions: allocate\ntiers:\n- plugins:\n  - name: capacity\n  - name: proportion\n";
         assert!(SchedulerConfig::parse(both, "c.yaml").unwrap_err().to_string().contains("cannot both"));
+        let args =
+            |a: &str| format!("actions: allocate\ntiers: []\nconfigurations:\n- name: allocate\n  arguments: {a}\n");
+        let e = SchedulerConfig::parse(&args("{taskClasses: flase}"), "c.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.yaml: configurations[0].arguments.taskClasses: expected true or false, got \"flase\""
+        );
+        let e = SchedulerConfig::parse(&args("{percentageNodesToFind: 120}"), "c.yaml").unwrap_err();
+        assert!(e.to_string().contains("percentageNodesToFind: expected a whole number from 0 to 100"), "{e}");
+        let ok = SchedulerConfig::parse(&args("{taskClasses: false, percentageNodesToFind: 100}"), "c.yaml").unwrap();
+        assert_eq!(ok.action_args["allocate"]["taskClasses"], "false");
     }
 
     #[test]
