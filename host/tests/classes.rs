@@ -105,3 +105,65 @@ fn classes_respect_a_node_group_limit() {
     assert!(cpu_on_group0 > 0.0, "queue-0 placed nothing in group-0");
     assert!(cpu_on_group0 <= 40_000.0, "queue-0 used {cpu_on_group0}m cpu in group-0, limit 40 cpu");
 }
+
+#[test]
+fn a_class_passed_to_another_job_drops_nodes_reserved_for_the_first() {
+    use tephra::reservation::Reservations;
+    let lib = Library::load(None).unwrap();
+    // n1, n2: 16 cpu, the emptiest, so least-requested prefers them; n3, n4: 8 cpu.
+    let mut c = tephra::synthetic::small(4, 8000.0, 0, 1000.0, 2);
+    for n in &mut c.nodes[..2] {
+        n.allocatable.insert("cpu".into(), 16_000.0);
+    }
+    let mut template = c.podgroups[0].clone();
+    for (job, created) in [("a", 1), ("b", 2)] {
+        template.name = job.into();
+        template.created = created;
+        c.podgroups.push(template.clone());
+        for i in 0..2 {
+            c.pods.push(tephra::model::Pod {
+                namespace: "ns".into(),
+                name: format!("{job}-{i}"),
+                group: Some(job.into()),
+                requests: [("cpu".into(), 1000.0)].into(),
+                created,
+                ..Default::default()
+            });
+        }
+    }
+    c.podgroups.remove(0);
+    // n1 and n2 are reserved for job a (a big-job lock).
+    let locks = Reservations { targets: vec![("ns/a".into(), vec!["n1".into(), "n2".into()])], ..Default::default() };
+    for classes in [true, false] {
+        let config = SchedulerConfig::parse(
+            &format!(
+                "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n  - name: nodeorder\n\
+                 configurations:\n- name: allocate\n  arguments: {{taskClasses: {classes}}}\n"
+            ),
+            "test config",
+        )
+        .unwrap();
+        let (policies, _) = lib.policies(&config, None);
+        let mut ssn = Session::open_with(&c, policies, &Default::default(), 0, 7, &locks);
+        ssn.actions = config.actions.clone();
+        ssn.action_args = config.action_args.clone();
+        (actions::by_name("allocate").unwrap())(&mut ssn);
+        let (out, _) = ssn.close();
+        let mut binds: Vec<(String, String)> = out
+            .decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Bind { task, node } => {
+                    Some((out.names.tasks[*task as usize].clone(), out.names.nodes[*node as usize].clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        binds.sort();
+        assert_eq!(binds.len(), 4, "taskClasses {classes}: {binds:?}");
+        for (pod, node) in &binds {
+            let reserved = node == "n1" || node == "n2";
+            assert_eq!(pod.starts_with("ns/a-"), reserved, "taskClasses {classes}: {pod} on {node}: {binds:?}");
+        }
+    }
+}

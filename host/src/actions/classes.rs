@@ -68,6 +68,8 @@ pub struct Classes {
     job: u32,
     job_private: bool,
     job_began: usize,
+    /// Some node is reserved (locks are checked when a class changes job).
+    locks: bool,
     off: bool,
 }
 
@@ -89,6 +91,12 @@ impl Classes {
             job: u32::MAX,
             job_private: false,
             job_began: 0,
+            locks: ssn
+                .snap
+                .node_locked_job
+                .iter()
+                .chain(&ssn.snap.node_locked_queue)
+                .any(|&o| o != crate::session::NONE),
             off,
         }
     }
@@ -200,24 +208,27 @@ impl Classes {
     /// (nothing rescored) when half the nodes are gone.
     fn refresh(&mut self, ssn: &mut Session, task: u32, key: u64) -> bool {
         let class = self.by_key.get_mut(&key).expect("present");
-        // Locks do not change during allocate but depend on the job, so a
-        // new job checks every node; otherwise only changed nodes can differ.
         let switch = class.job != self.job;
         let since = if switch { class.job_began } else { class.synced };
+        // Locks do not change during allocate but depend on the job: a new
+        // job checks every node, when there are locks at all. Otherwise only
+        // nodes that changed can have lost room or changed score.
+        let check_locks = switch && self.locks;
         let req = ssn.req(task);
         let mut stale = Vec::new();
         class.nodes.retain_mut(|e| {
             let changed = self.changed[e.node as usize] > since;
-            if !changed && !switch {
-                return true;
-            }
-            if ssn.lock_blocks(task, e.node) || ssn.short(req, e.node, true).is_some() {
+            if check_locks && ssn.lock_blocks(task, e.node) {
                 return false;
             }
-            if changed {
-                e.now = ssn.short(req, e.node, false).is_none();
-                stale.push(e.node);
+            if !changed {
+                return true;
             }
+            if ssn.short(req, e.node, true).is_some() {
+                return false;
+            }
+            e.now = ssn.short(req, e.node, false).is_none();
+            stale.push(e.node);
             true
         });
         if class.nodes.len() * 2 < class.found {
@@ -244,11 +255,25 @@ impl Classes {
 /// random number exactly when [`super::best_node`] would (two or more
 /// candidates), so both give the same choices from the same seed.
 fn pick(ssn: &mut Session, nodes: &[Entry]) -> Option<usize> {
-    let best = nodes.iter().map(|e| (e.now, e.score)).max_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)))?;
-    let candidates = if best.0 { nodes.iter().filter(|e| e.now).count() } else { nodes.len() };
-    if candidates < 2 {
-        return nodes.iter().position(|e| (e.now, e.score) == best);
+    // One pass: the best (room now, score), the nodes tied on it, and how
+    // many candidates Volcano's choice would be among.
+    let mut ties: Vec<usize> = Vec::new();
+    let (mut best_now, mut best_score, mut now_count) = (false, f64::NEG_INFINITY, 0);
+    for (i, e) in nodes.iter().enumerate() {
+        now_count += e.now as usize;
+        let order = e.now.cmp(&best_now).then(e.score.total_cmp(&best_score));
+        if ties.is_empty() || order.is_gt() {
+            ties.clear();
+            (best_now, best_score) = (e.now, e.score);
+            ties.push(i);
+        } else if order.is_eq() {
+            ties.push(i);
+        }
     }
-    let ties: Vec<usize> = (0..nodes.len()).filter(|&i| (nodes[i].now, nodes[i].score) == best).collect();
-    Some(ties[(ssn.random() % ties.len() as u64) as usize])
+    let candidates = if best_now { now_count } else { nodes.len() };
+    match ties.len() {
+        0 => None,
+        _ if candidates < 2 => Some(ties[0]),
+        k => Some(ties[(ssn.random() % k as u64) as usize]),
+    }
 }
