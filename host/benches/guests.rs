@@ -88,6 +88,9 @@ fn main() {
         eprintln!("set TEPHRA_GUESTS_DIR to the directory ./dev test builds the guests into (target/guests)");
         return;
     };
+    // Cargo runs benches in the package directory; a relative path means the
+    // workspace root, where the documented command is typed.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
     let mut lib = Library::load(None).unwrap();
     for f in ["fair-team.wasm", "spread-label.wasm"] {
         lib.load_file(&Path::new(&dir).join(f)).unwrap();

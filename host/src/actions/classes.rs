@@ -215,39 +215,65 @@ impl Classes {
         // nodes that changed can have lost room or changed score.
         let check_locks = switch && self.locks;
         let req = ssn.req(task);
-        let mut stale = Vec::new();
-        class.nodes.retain_mut(|e| {
-            let changed = self.changed[e.node as usize] > since;
-            if check_locks && ssn.lock_blocks(task, e.node) {
-                return false;
-            }
-            if !changed {
-                return true;
-            }
-            if ssn.short(req, e.node, true).is_some() {
-                return false;
-            }
-            e.now = ssn.short(req, e.node, false).is_none();
-            stale.push(e.node);
-            true
-        });
-        if class.nodes.len() * 2 < class.found {
-            return false;
-        }
-        if !stale.is_empty() {
-            let fresh = scores(ssn, task, &stale);
-            let mut k = 0;
-            for e in class.nodes.iter_mut() {
-                if k < stale.len() && e.node == stale[k] {
-                    e.score = fresh[k];
-                    k += 1;
+        // Indexes (ascending) of changed nodes that keep room, to score again.
+        let mut stale: Vec<usize> = Vec::new();
+        let recent = &ssn.events[since.min(ssn.events.len())..];
+        if !check_locks && recent.len() * 8 < class.nodes.len() {
+            // Few changes (a job's next task): look the nodes up, the class
+            // being in node order.
+            let mut nodes: Vec<u32> = recent.iter().map(|e| e.node).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            let mut gone = Vec::new();
+            for n in nodes {
+                let Ok(i) = class.nodes.binary_search_by_key(&n, |e| e.node) else { continue };
+                if ssn.short(req, n, true).is_some() {
+                    gone.push(i);
+                } else {
+                    class.nodes[i].now = ssn.short(req, n, false).is_none();
+                    stale.push(i);
                 }
             }
+            if (class.nodes.len() - gone.len()) * 2 < class.found {
+                return false;
+            }
+            score_again(ssn, task, &mut class.nodes, &stale);
+            for &i in gone.iter().rev() {
+                class.nodes.remove(i);
+            }
+        } else {
+            let mut i = 0;
+            class.nodes.retain_mut(|e| {
+                let changed = self.changed[e.node as usize] > since;
+                let keep = !(check_locks && ssn.lock_blocks(task, e.node))
+                    && (!changed || ssn.short(req, e.node, true).is_none());
+                if keep && changed {
+                    e.now = ssn.short(req, e.node, false).is_none();
+                    stale.push(i);
+                }
+                i += keep as usize;
+                keep
+            });
+            if class.nodes.len() * 2 < class.found {
+                return false;
+            }
+            score_again(ssn, task, &mut class.nodes, &stale);
         }
         class.job = self.job;
         class.job_began = self.job_began;
         class.synced = ssn.events.len();
         true
+    }
+}
+
+/// Scores `nodes[i]` again for every `i` in `stale`, in one call.
+fn score_again(ssn: &mut Session, task: u32, nodes: &mut [Entry], stale: &[usize]) {
+    if stale.is_empty() {
+        return;
+    }
+    let asked: Vec<u32> = stale.iter().map(|&i| nodes[i].node).collect();
+    for (&i, s) in stale.iter().zip(scores(ssn, task, &asked)) {
+        nodes[i].score = s;
     }
 }
 
