@@ -102,7 +102,7 @@ pub struct Extra {
     pub task_uid: Vec<String>,
     /// Per pending task, a hash of everything a plugin may read about it and
     /// its job except ids, names and times (request, role, priority,
-    /// selectors, tolerations, affinity; the job's queue, minimums, priority
+    /// selectors, tolerations, affinity; the job's queue, minimums, priority, phase
     /// and annotations): tasks with equal classes get the same predicate and
     /// score answers on a node, so allocate asks once per class (see
     /// `actions::classes`). 0 for tasks that are not pending.
@@ -147,11 +147,12 @@ pub struct Session {
 }
 
 /// A hash of what plugins may read about a job except its id, name and
-/// times: queue, gang minimums, priority, annotations.
+/// times: queue, gang minimums, priority, phase, annotations.
 fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (queue, g.min_member, &g.min_task_member, &g.priority_class, g.priority, &g.annotations).hash(&mut h);
+    (g.phase as u8).hash(&mut h);
     for (k, v) in g.min_resources.iter().flatten() {
         (k, v.to_bits()).hash(&mut h);
     }
