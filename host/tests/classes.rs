@@ -7,6 +7,7 @@
 use tephra::actions;
 use tephra::config::SchedulerConfig;
 use tephra::model::Cluster;
+use tephra::reservation::Reservations;
 use tephra::scheduler::Library;
 use tephra::session::{Decision, Session};
 use tephra::synthetic::{generate, Spec};
@@ -35,11 +36,16 @@ configurations:
     SchedulerConfig::parse(&text, "test config").unwrap()
 }
 
-/// One cycle: the binds as (pod, node) and the pending pods' reasons.
-fn schedule(lib: &Library, cluster: &Cluster, classes: bool) -> (Vec<(String, String)>, Vec<String>) {
-    let config = config(classes);
-    let (policies, _) = lib.policies(&config, None);
-    let mut ssn = Session::open(cluster, policies, &Default::default(), 0, 7);
+/// One cycle of `config`'s actions: the binds as (pod, node) and the pending
+/// pods' reasons.
+fn run(
+    lib: &Library,
+    cluster: &Cluster,
+    config: &SchedulerConfig,
+    locks: &Reservations,
+) -> (Vec<(String, String)>, Vec<String>) {
+    let (policies, _) = lib.policies(config, None);
+    let mut ssn = Session::open_with(cluster, policies, &Default::default(), 0, 7, locks);
     ssn.actions = config.actions.clone();
     ssn.action_args = config.action_args.clone();
     for a in &config.actions {
@@ -61,6 +67,10 @@ fn schedule(lib: &Library, cluster: &Cluster, classes: bool) -> (Vec<(String, St
         })
         .collect();
     (binds, reasons)
+}
+
+fn schedule(lib: &Library, cluster: &Cluster, classes: bool) -> (Vec<(String, String)>, Vec<String>) {
+    run(lib, cluster, &config(classes), &Reservations::default())
 }
 
 fn cluster(seed: u64, pending: usize, running: usize) -> Cluster {
@@ -108,7 +118,6 @@ fn classes_respect_a_node_group_limit() {
 
 #[test]
 fn a_class_passed_to_another_job_drops_nodes_reserved_for_the_first() {
-    use tephra::reservation::Reservations;
     let lib = Library::load(None).unwrap();
     // n1, n2: 16 cpu, the emptiest, so least-requested prefers them; n3, n4: 8 cpu.
     let mut c = tephra::synthetic::small(4, 8000.0, 0, 1000.0, 2);
@@ -143,22 +152,7 @@ fn a_class_passed_to_another_job_drops_nodes_reserved_for_the_first() {
             "test config",
         )
         .unwrap();
-        let (policies, _) = lib.policies(&config, None);
-        let mut ssn = Session::open_with(&c, policies, &Default::default(), 0, 7, &locks);
-        ssn.actions = config.actions.clone();
-        ssn.action_args = config.action_args.clone();
-        (actions::by_name("allocate").unwrap())(&mut ssn);
-        let (out, _) = ssn.close();
-        let mut binds: Vec<(String, String)> = out
-            .decisions
-            .iter()
-            .filter_map(|d| match d {
-                Decision::Bind { task, node } => {
-                    Some((out.names.tasks[*task as usize].clone(), out.names.nodes[*node as usize].clone()))
-                }
-                _ => None,
-            })
-            .collect();
+        let (mut binds, _) = run(&lib, &c, &config, &locks);
         binds.sort();
         assert_eq!(binds.len(), 4, "taskClasses {classes}: {binds:?}");
         for (pod, node) in &binds {
