@@ -146,10 +146,14 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
     let mut was_leader = false;
     let mut api_down = false;
     let mut counters = Counters::default();
+    // The first cycle runs as soon as the caches are synced, then one per period.
+    let mut first = true;
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(opts.period) => {}
-            _ = stopping.changed() => {}
+        if !std::mem::replace(&mut first, false) {
+            tokio::select! {
+                _ = tokio::time::sleep(opts.period) => {}
+                _ = stopping.changed() => {}
+            }
         }
         if *stop.borrow() {
             break;

@@ -10,6 +10,7 @@ use crate::model::{PodGroup, PodPhase};
 use crate::resource::{self, ResourceList};
 use crate::session::{Decision, Outcome};
 use crate::wasm::contract::JobPhase;
+use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -86,9 +87,14 @@ fn cond_key(c: &Value) -> (String, String, String, String) {
     (s("type"), s("status"), s("reason"), s("message"))
 }
 
+/// How many status writes are in flight at once.
+const CONCURRENCY: usize = 16;
+
 async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
     let now = Timestamp::now().to_string();
     let by_group = pods_by_group(view);
+    // Per PodGroup: the status patch (when it changed) and the Event to emit.
+    let mut writes = Vec::new();
     for (j, &gi) in out.extra.job_pg.iter().enumerate() {
         let g = &view.cluster.podgroups[gi];
         let Some(obj) = view.podgroups.get(&g.key()) else { continue };
@@ -122,23 +128,30 @@ async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
                 == Some(conditions.iter().map(cond_key).collect());
         let gref =
             reference(VOLCANO_API, "PodGroup", Some(&g.namespace), &g.name, obj.metadata.uid.as_deref().unwrap_or(""));
-        if !same {
-            // Volcano updates PodGroup status through the main resource (its CRD has no status subresource).
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &g.namespace, &podgroup_resource());
-            let patch = json!({"status": status});
-            if let Err(e) = api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                tracing::warn!("status of PodGroup {}: {e}", g.key());
-            }
-        }
-        match phase {
-            "Running" | "Completed" => rec.emit(&gref, Kind::Normal, "Scheduled", "pod group is ready").await,
-            _ => {
-                if let Some(c) = out.conditions[j].as_ref().filter(|c| c.kind == "Unschedulable") {
-                    rec.emit(&gref, Kind::Warning, "Unschedulable", &c.message).await;
+        let event = match phase {
+            "Running" | "Completed" => Some((Kind::Normal, "Scheduled", "pod group is ready".to_string())),
+            _ => out.conditions[j]
+                .as_ref()
+                .filter(|c| c.kind == "Unschedulable")
+                .map(|c| (Kind::Warning, "Unschedulable", c.message.clone())),
+        };
+        writes.push((g, (!same).then_some(status), gref, event));
+    }
+    futures::stream::iter(writes)
+        .for_each_concurrent(CONCURRENCY, |(g, status, gref, event)| async move {
+            if let Some(status) = status {
+                // Volcano updates PodGroup status through the main resource (its CRD has no status subresource).
+                let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &g.namespace, &podgroup_resource());
+                let patch = json!({"status": status});
+                if let Err(e) = api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    tracing::warn!("status of PodGroup {}: {e}", g.key());
                 }
             }
-        }
-    }
+            if let Some((kind, reason, message)) = event {
+                rec.emit(&gref, kind, reason, &message).await;
+            }
+        })
+        .await;
 }
 
 /// Requests of our pods that hold a node (bound or assumed, not finished), per queue.
