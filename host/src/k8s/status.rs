@@ -237,6 +237,8 @@ async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
             why.entry(t).or_insert_with(|| reason.clone());
         }
     }
+    // Per pending pod: its object, the condition to write (when it changed), and the message.
+    let mut writes = Vec::new();
     for (t, message) in why {
         if bound.contains(&t) || pipelined.contains(&t) {
             continue;
@@ -256,16 +258,21 @@ async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
                 && c.reason.as_deref() == Some("Unschedulable")
                 && c.message.as_deref() == Some(&message)
         });
-        if !same {
-            let cond =
-                json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});
-            if let Err(e) = set_condition(client, obj, cond).await {
-                tracing::warn!("condition of Pod {}: {e}", p.key());
-            }
-        }
-        let pref = reference("v1", "Pod", Some(&p.namespace), &p.name, obj.metadata.uid.as_deref().unwrap_or(""));
-        rec.emit(&pref, Kind::Warning, "FailedScheduling", &message).await;
+        writes.push((p, obj, !same, message));
     }
+    futures::stream::iter(writes)
+        .for_each_concurrent(CONCURRENCY, |(p, obj, changed, message)| async move {
+            if changed {
+                let cond =
+                    json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});
+                if let Err(e) = set_condition(client, obj, cond).await {
+                    tracing::warn!("condition of Pod {}: {e}", p.key());
+                }
+            }
+            let pref = reference("v1", "Pod", Some(&p.namespace), &p.name, obj.metadata.uid.as_deref().unwrap_or(""));
+            rec.emit(&pref, Kind::Warning, "FailedScheduling", &message).await;
+        })
+        .await;
     let live: HashSet<String> = view
         .pods
         .values()
