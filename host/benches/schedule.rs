@@ -22,22 +22,7 @@ use tephra::plugin::Backend;
 use tephra::policy::{Policies, Slot};
 use tephra::scheduler::Library;
 use tephra::session::{Decision, Session};
-use tephra::synthetic::{generate, Spec};
-
-const CONFIG: &str = r#"
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodegroup
-  - name: nodeorder
-  - name: binpack
-"#;
+use tephra::synthetic::{generate, Spec, CONFIG};
 
 fn native_backend(name: &str) -> Box<dyn Backend> {
     match name {

@@ -36,6 +36,23 @@ impl Rng {
 
 const GIB: f64 = 1073741824.0;
 
+/// The scheduler config the synthetic workloads are run with: the issue's
+/// full plugin set, proportion for quotas and nodegroup for the groups.
+pub const CONFIG: &str = r#"
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodegroup
+  - name: nodeorder
+  - name: binpack
+"#;
+
 /// Builds the cluster `spec` describes.
 pub fn generate(spec: &Spec) -> Cluster {
     let mut rng = Rng(spec.seed | 1);

@@ -10,29 +10,10 @@ use tephra::model::Cluster;
 use tephra::reservation::Reservations;
 use tephra::scheduler::Library;
 use tephra::session::{Decision, Session};
-use tephra::synthetic::{generate, Spec};
+use tephra::synthetic::{generate, Spec, CONFIG};
 
 fn config(classes: bool) -> SchedulerConfig {
-    let text = format!(
-        r#"
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodegroup
-  - name: nodeorder
-  - name: binpack
-configurations:
-- name: allocate
-  arguments:
-    taskClasses: {classes}
-"#
-    );
+    let text = format!("{CONFIG}configurations:\n- name: allocate\n  arguments:\n    taskClasses: {classes}\n");
     SchedulerConfig::parse(&text, "test config").unwrap()
 }
 

@@ -214,50 +214,53 @@ impl Classes {
         // job checks every node, when there are locks at all. Otherwise only
         // nodes that changed can have lost room or changed score.
         let check_locks = switch && self.locks;
-        let req = ssn.req(task);
-        // Indexes (ascending) of changed nodes that keep room, to score again.
-        let mut stale: Vec<usize> = Vec::new();
+        // Indexes of the class's nodes that changed since: few changes (a
+        // job's next task) are looked up, the class being in node order;
+        // otherwise the class is walked.
         let recent = &ssn.events[since.min(ssn.events.len())..];
-        if !check_locks && recent.len() * 8 < class.nodes.len() {
-            // Few changes (a job's next task): look the nodes up, the class
-            // being in node order.
+        let changed: Vec<usize> = if recent.len() * 8 < class.nodes.len() {
             let mut nodes: Vec<u32> = recent.iter().map(|e| e.node).collect();
             nodes.sort_unstable();
             nodes.dedup();
-            let mut gone = Vec::new();
-            for n in nodes {
-                let Ok(i) = class.nodes.binary_search_by_key(&n, |e| e.node) else { continue };
-                if ssn.short(req, n, true).is_some() {
-                    gone.push(i);
-                } else {
-                    class.nodes[i].now = ssn.short(req, n, false).is_none();
-                    stale.push(i);
-                }
-            }
-            if (class.nodes.len() - gone.len()) * 2 < class.found {
-                return false;
-            }
-            score_again(ssn, task, &mut class.nodes, &stale);
-            for &i in gone.iter().rev() {
-                class.nodes.remove(i);
-            }
+            nodes.iter().filter_map(|&n| class.nodes.binary_search_by_key(&n, |e| e.node).ok()).collect()
         } else {
-            let mut i = 0;
-            class.nodes.retain_mut(|e| {
-                let changed = self.changed[e.node as usize] > since;
-                let keep = !(check_locks && ssn.lock_blocks(task, e.node))
-                    && (!changed || ssn.short(req, e.node, true).is_none());
-                if keep && changed {
-                    e.now = ssn.short(req, e.node, false).is_none();
-                    stale.push(i);
-                }
-                i += keep as usize;
-                keep
-            });
-            if class.nodes.len() * 2 < class.found {
-                return false;
+            (0..class.nodes.len()).filter(|&i| self.changed[class.nodes[i].node as usize] > since).collect()
+        };
+        // Indexes to drop (reserved for others, or without room) and to score again.
+        let blocked: Vec<usize> = if check_locks {
+            (0..class.nodes.len()).filter(|&i| ssn.lock_blocks(task, class.nodes[i].node)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut gone = Vec::new();
+        let req = ssn.req(task);
+        let mut stale: Vec<usize> = Vec::new();
+        for i in changed {
+            let n = class.nodes[i].node;
+            if blocked.binary_search(&i).is_ok() {
+                continue;
             }
-            score_again(ssn, task, &mut class.nodes, &stale);
+            if ssn.short(req, n, true).is_some() {
+                gone.push(i);
+            } else {
+                class.nodes[i].now = ssn.short(req, n, false).is_none();
+                stale.push(i);
+            }
+        }
+        gone.extend(blocked);
+        gone.sort_unstable();
+        if (class.nodes.len() - gone.len()) * 2 < class.found {
+            return false;
+        }
+        score_again(ssn, task, &mut class.nodes, &stale);
+        if !gone.is_empty() {
+            let mut next = gone.iter().peekable();
+            let mut i = 0;
+            class.nodes.retain(|_| {
+                let drop = next.next_if_eq(&&i).is_some();
+                i += 1;
+                !drop
+            });
         }
         class.job = self.job;
         class.job_began = self.job_began;
