@@ -128,10 +128,20 @@ pub struct PodGroup {
     pub job_templates: Vec<Pod>,
 }
 
+/// `namespace/name`, built without the formatting machinery: the snapshot
+/// names every pod and group each cycle.
+fn key(namespace: &str, name: &str) -> String {
+    let mut k = String::with_capacity(namespace.len() + 1 + name.len());
+    k.push_str(namespace);
+    k.push('/');
+    k.push_str(name);
+    k
+}
+
 impl PodGroup {
     /// `namespace/name`, Volcano's JobID.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        key(&self.namespace, &self.name)
     }
 }
 
@@ -192,7 +202,7 @@ pub struct Pod {
 impl Pod {
     /// `namespace/name`.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        key(&self.namespace, &self.name)
     }
 }
 

@@ -13,6 +13,17 @@ use crate::wasm::contract::{
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+/// A map keyed by names, hashed fast: the snapshot build looks names up
+/// hundreds of thousands of times per cycle.
+pub type NameMap<K> = HashMap<K, u32, foldhash::fast::RandomState>;
+
+/// A fixed-seed, well-mixed 64-bit hasher for class identities (equal
+/// hashes mean equal classes, so the mix must be good, not only fast).
+fn class_hasher() -> impl std::hash::Hasher {
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0x7e9a).build_hasher()
+}
+
 /// The id meaning "none".
 pub const NONE: u32 = u32::MAX;
 
@@ -99,7 +110,6 @@ pub struct Extra {
     pub task_best_effort: Vec<bool>,
     pub task_preempt_never: Vec<bool>,
     pub task_nominated: Vec<u32>,
-    pub task_uid: Vec<String>,
     /// Per pending task, a hash of everything a plugin may read about it and
     /// its job except ids, names and times (request, role, priority,
     /// selectors, tolerations, affinity; the job's queue, minimums, priority, phase
@@ -130,8 +140,8 @@ pub struct Session {
     pub job_ready: Vec<u32>,
     pub job_waiting: Vec<u32>,
     pub job_pending_best_effort: Vec<u32>,
-    pub node_index: HashMap<String, u32>,
-    pub queue_index: HashMap<String, u32>,
+    pub node_index: NameMap<String>,
+    pub queue_index: NameMap<String>,
     /// Actions configured this cycle (allocate admits jobs itself without enqueue).
     pub actions: Vec<String>,
     /// Per-action arguments.
@@ -150,7 +160,7 @@ pub struct Session {
 /// times: queue, gang minimums, priority, phase, annotations.
 fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = class_hasher();
     (queue, g.min_member, &g.min_task_member, &g.priority_class, g.priority, &g.annotations).hash(&mut h);
     (g.phase as u8).hash(&mut h);
     for (k, v) in g.min_resources.iter().flatten() {
@@ -164,7 +174,7 @@ fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
 /// [`Extra::task_class`]).
 fn class_of(p: &crate::model::Pod, req: &[f64], job: u64) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = class_hasher();
     job.hash(&mut h);
     req.iter().for_each(|v| v.to_bits().hash(&mut h));
     (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
@@ -184,7 +194,7 @@ fn class_of(p: &crate::model::Pod, req: &[f64], job: u64) -> u64 {
 
 struct Interner {
     strings: Vec<String>,
-    index: HashMap<String, u32>,
+    index: NameMap<String>,
 }
 
 impl Interner {
@@ -230,7 +240,7 @@ impl Session {
         reservations: &Reservations,
     ) -> Session {
         let mut dims: Vec<String> = BASE_DIMS.iter().map(|s| s.to_string()).collect();
-        let mut scalars = BTreeSet::new();
+        let mut scalars: BTreeSet<&str> = BTreeSet::new();
         let lists = cluster
             .nodes
             .iter()
@@ -241,33 +251,36 @@ impl Session {
             )
             .chain(cluster.podgroups.iter().filter_map(|g| g.min_resources.as_ref()));
         for l in lists {
-            scalars.extend(l.keys().filter(|k| !BASE_DIMS.contains(&k.as_str())).cloned());
+            scalars.extend(l.keys().map(String::as_str).filter(|k| !BASE_DIMS.contains(k)));
         }
-        dims.extend(scalars);
+        dims.extend(scalars.into_iter().map(str::to_string));
         let d = dims.len();
-        let dim_index: HashMap<&str, usize> = dims.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
-        let dense = |l: &crate::resource::ResourceList| {
-            let mut row = vec![0.0; d];
+        // A handful of dimensions: a scan beats hashing.
+        let dim_of = |k: &str| dims.iter().position(|d| d == k).expect("every dimension was collected above");
+        let dense_into = |l: &crate::resource::ResourceList, row: &mut Vec<f64>| {
+            row.clear();
+            row.resize(d, 0.0);
             for (k, v) in l {
-                row[dim_index[k.as_str()]] = *v;
+                row[dim_of(k)] = *v;
             }
-            row
         };
         let sparse = |owner: u32, l: &crate::resource::ResourceList, out: &mut Vec<Quantity>| {
             for (k, v) in l {
-                out.push(Quantity { owner, dim: dim_index[k.as_str()] as u32, value: *v });
+                out.push(Quantity { owner, dim: dim_of(k) as u32, value: *v });
             }
         };
-        let mut strings = Interner { strings: vec![String::new()], index: HashMap::from([(String::new(), 0)]) };
+        let mut strings = Interner { strings: vec![String::new()], index: NameMap::default() };
+        strings.index.insert(String::new(), 0);
         let mut names = Names::default();
         let mut extra = Extra::default();
         let mut snap = empty_snapshot(dims.clone());
 
-        let mut node_index = HashMap::new();
+        let mut node_index = NameMap::default();
+        let mut row = Vec::with_capacity(d);
         for (i, n) in cluster.nodes.iter().enumerate() {
             node_index.insert(n.name.clone(), i as u32);
             names.nodes.push(n.name.clone());
-            let row = dense(&n.allocatable);
+            dense_into(&n.allocatable, &mut row);
             resource::add_scaled(&mut snap.total, &row, 1.0);
             snap.node_allocatable.extend(&row);
             snap.node_unschedulable.push(n.unschedulable);
@@ -288,7 +301,7 @@ impl Session {
         snap.node_releasing = vec![0.0; nn * d];
         snap.node_pipelined = vec![0.0; nn * d];
 
-        let mut queue_index = HashMap::new();
+        let mut queue_index = NameMap::default();
         for (i, q) in cluster.queues.iter().enumerate() {
             queue_index.insert(q.name.clone(), i as u32);
         }
@@ -328,7 +341,7 @@ impl Session {
         }
 
         // Jobs: PodGroups whose queue exists (others are invisible, as in Volcano).
-        let mut job_of: HashMap<(&str, &str), u32> = HashMap::new();
+        let mut job_of: NameMap<(&str, &str)> = NameMap::default();
         let mut job_sig = Vec::new();
         for (gi, g) in cluster.podgroups.iter().enumerate() {
             let Some(&q) = queue_index.get(&g.queue) else { continue };
@@ -367,14 +380,17 @@ impl Session {
         }
 
         // Tasks, and node usage from every pod on a node (other schedulers' too).
+        let mut req = Vec::with_capacity(d);
         for (pi, p) in cluster.pods.iter().enumerate() {
-            let mut req = dense(&p.requests);
+            dense_into(&p.requests, &mut req);
             req[PODS] += 1.0;
             let node = p.node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE);
             let mut status = task_status(p.phase, p.node.is_some(), p.deleting);
             let job = p.group.as_ref().and_then(|g| job_of.get(&(p.namespace.as_str(), g.as_str())).copied());
-            if let Some(&s) = overrides.get(&p.key()) {
-                status = s;
+            if !overrides.is_empty() {
+                if let Some(&s) = overrides.get(&p.key()) {
+                    status = s;
+                }
             }
             if node != NONE {
                 add_to_node(&mut snap, d, node, &req, status, 1.0);
@@ -394,7 +410,6 @@ impl Session {
             extra
                 .task_nominated
                 .push(p.nominated_node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE));
-            extra.task_uid.push(format!("{}-{}", p.namespace, p.name));
             extra.task_class.push(if status == TaskStatus::Pending {
                 class_of(p, &req, job_sig[j as usize])
             } else {

@@ -5,9 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 use tephra::config::{PluginConf, SchedulerConfig};
 use tephra::model::Cluster;
-use tephra::plugin::Backend;
+use tephra::plugin::{Answer, Backend, Call};
+use tephra::policy::Policies;
 use tephra::scheduler::{Library, Scheduler};
-use tephra::session::Decision;
+use tephra::session::{Decision, Session};
 use tephra::wasm::builtin::FIXTURES_DIR;
 use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
 
@@ -73,6 +74,40 @@ fn log_floods_are_contained() {
     assert!(out.faults.is_empty(), "{:?}", out.faults);
     assert_eq!(out.decisions.iter().filter(|d| matches!(d, Decision::Bind { .. })).count(), 2);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+/// An instance serves session after session; one that trapped is replaced,
+/// and one that grew past half the memory cap (here a plugin leaking 20 MiB
+/// per session under a 64 MiB cap) starts afresh instead of running out.
+#[test]
+fn instances_are_kept_across_sessions_unless_broken_or_grown() {
+    let runtime = Runtime::new(Sandbox { memory_bytes: 64 << 20, ..Default::default() }).unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("faulty.wasm")).unwrap();
+    let mut plugin = WasmPlugin::load(&runtime, &bytes, "faulty.wasm").unwrap();
+    let ssn = Session::open(&cluster(), Policies::new(Vec::new(), true), &Default::default(), 0, 1);
+    let session = |plugin: &mut WasmPlugin, mode: &str, then: Option<Call<'_>>| {
+        plugin.open_session(&ssn.snap, &ssn.names, &[("mode".into(), mode.into())])?;
+        let answer = then.map(|c| plugin.call(c)).transpose();
+        let closed = plugin.close_session();
+        let answer = answer?;
+        closed.map(|_| answer)
+    };
+    for _ in 0..3 {
+        let scores = session(&mut plugin, "plain", Some(Call::NodeOrder(0, &[0, 1]))).unwrap();
+        assert!(matches!(scores, Some(Answer::Keys(k)) if k == [0.0, 1.0]));
+    }
+    assert_eq!(plugin.instantiations(), 1);
+    let e = session(&mut plugin, "trap", Some(Call::Predicate(0, &[0]))).unwrap_err();
+    assert!(e.contains("deliberate panic"), "{e}");
+    session(&mut plugin, "plain", None).unwrap();
+    assert_eq!(plugin.instantiations(), 2, "a trapped instance is replaced");
+    // Kept after one leaking session (~21 MiB), dropped after the second
+    // (~41 MiB): six sessions on the kept instance and two fresh ones, none
+    // out of memory (kept for ever, the fourth would need 81 MiB).
+    for i in 0..6 {
+        session(&mut plugin, "leak", None).unwrap_or_else(|e| panic!("leaking session {i}: {e}"));
+    }
+    assert_eq!(plugin.instantiations(), 4);
 }
 
 /// A component of another contract version is refused at load, naming both.

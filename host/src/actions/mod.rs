@@ -76,9 +76,19 @@ fn fallback(ssn: &Session, kind: Kind, a: u32, b: u32) -> Ordering {
             };
             by_index
                 .then_with(|| ssn.snap.task_created_ms[a as usize].cmp(&ssn.snap.task_created_ms[b as usize]))
-                .then_with(|| ssn.extra.task_uid[a as usize].cmp(&ssn.extra.task_uid[b as usize]))
+                .then_with(|| uid_order(na, nb))
         }
     }
+}
+
+/// Orders two `namespace/name` keys as Volcano orders their pods' UIDs in
+/// tephra (`namespace-name`), without building those strings: a key's only
+/// `/` is the separator.
+fn uid_order(a: &str, b: &str) -> Ordering {
+    fn uid(s: &str) -> impl Iterator<Item = u8> + '_ {
+        s.bytes().map(|c| if c == b'/' { b'-' } else { c })
+    }
+    uid(a).cmp(uid(b))
 }
 
 /// The order call for `kind` over `ids`.
@@ -343,7 +353,16 @@ pub fn job_pipelined(ssn: &mut Session, job: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::nodes_to_find;
+    use super::{nodes_to_find, uid_order};
+    use std::cmp::Ordering;
+
+    #[test]
+    fn tasks_tie_break_on_namespace_dash_name() {
+        // "ns-x" < "ns.a-y" although "ns/x" > "ns.a/y".
+        assert_eq!(uid_order("ns/x", "ns.a/y"), Ordering::Less);
+        assert_eq!(uid_order("a/b-c", "a-b/c"), Ordering::Equal);
+        assert_eq!(uid_order("a/p-2", "a/p-10"), Ordering::Greater);
+    }
 
     #[test]
     fn volcano_node_sampling() {

@@ -55,7 +55,7 @@ pub fn default_cache_dir() -> Option<std::path::PathBuf> {
 pub struct State {
     wasi: WasiCtx,
     table: ResourceTable,
-    pub(super) limits: StoreLimits,
+    pub(super) limits: Limits,
     pub(super) plugin: String,
     pub(super) names: Arc<Names>,
     pub(super) output: CappedOutput,
@@ -63,6 +63,54 @@ pub struct State {
     /// Warnings and errors already logged (by any instance): a plugin that
     /// warns every session is shown once.
     said: Arc<Mutex<HashSet<String>>>,
+}
+
+impl State {
+    /// Readies a kept instance for another session: the new session's
+    /// names, an empty output buffer, a fresh log allowance.
+    pub(super) fn renew(&mut self, names: Arc<Names>) {
+        self.names = names;
+        self.output.clear();
+        self.logs_left = LOG_LINES;
+    }
+}
+
+/// Log lines a plugin may write per session.
+const LOG_LINES: u32 = 1000;
+
+/// The sandbox's memory cap, and how much linear memory the instance has
+/// grown into (an instance that grew large is not kept for the next session).
+pub(super) struct Limits {
+    cap: StoreLimits,
+    pub(super) grown: usize,
+}
+
+impl wasmtime::ResourceLimiter for Limits {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = self.cap.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.grown += desired.saturating_sub(current);
+        }
+        Ok(allowed)
+    }
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.cap.memory_grow_failed(error)
+    }
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.cap.table_growing(current, desired, maximum)
+    }
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.cap.table_grow_failed(error)
+    }
+    fn instances(&self) -> usize {
+        self.cap.instances()
+    }
+    fn tables(&self) -> usize {
+        self.cap.tables()
+    }
+    fn memories(&self) -> usize {
+        self.cap.memories()
+    }
 }
 
 impl WasiView for State {
@@ -163,11 +211,17 @@ impl Runtime {
         State {
             wasi,
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new().memory_size(self.sandbox.memory_bytes).trap_on_grow_failure(true).build(),
+            limits: Limits {
+                cap: StoreLimitsBuilder::new()
+                    .memory_size(self.sandbox.memory_bytes)
+                    .trap_on_grow_failure(true)
+                    .build(),
+                grown: 0,
+            },
             plugin: plugin.to_string(),
             names,
             output,
-            logs_left: 1000,
+            logs_left: LOG_LINES,
             said: self.said.clone(),
         }
     }

@@ -27,6 +27,11 @@ impl CappedOutput {
         self.buffer.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Forgets what was kept (a kept instance starts a new session).
+    pub fn clear(&self) {
+        self.buffer.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     fn keep(&self, bytes: &[u8]) {
         let mut b = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
         let room = self.capacity.saturating_sub(b.len());

@@ -1,5 +1,7 @@
-//! One plugin component: compiled once, instantiated fresh for every session
-//! (~40 µs), and discarded after any trap.
+//! One plugin component: compiled once, instantiated once and kept from
+//! session to session while it stays healthy and small; discarded after any
+//! trap. Keeping it matters at scale: a fresh instance page-faults its way
+//! through all the memory the snapshot needs, every cycle.
 
 use super::bindings::{Plugin, PluginPre};
 use super::contract::{Event, PluginInfo, Snapshot};
@@ -19,6 +21,10 @@ pub struct WasmPlugin {
     hash: String,
     imports: Vec<String>,
     live: Option<(Store<State>, Plugin)>,
+    /// The instance of the last session, for the next one.
+    idle: Option<(Store<State>, Plugin)>,
+    /// Instances created so far.
+    instantiations: u64,
 }
 
 /// Interface prefixes a plugin may import: the contract, a clock,
@@ -37,8 +43,13 @@ fn fault(e: wasmtime::Error) -> String {
     if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
         return trap.to_string();
     }
-    let text = format!("{e:#}");
-    text.rsplit("wasm backtrace:").next().unwrap_or(&text).split_whitespace().collect::<Vec<_>>().join(" ")
+    // The causes, without the backtrace wasmtime adds as context.
+    let causes: Vec<String> = e
+        .chain()
+        .filter(|c| !c.to_string().contains("wasm backtrace:"))
+        .map(|c| c.to_string().split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    causes.join(": ")
 }
 
 impl WasmPlugin {
@@ -77,7 +88,17 @@ impl WasmPlugin {
         if info.name.is_empty() {
             bail!("{origin}: info() returned an empty plugin name");
         }
-        Ok(WasmPlugin { runtime: runtime.clone(), pre, info, origin: origin.to_string(), hash, imports, live: None })
+        Ok(WasmPlugin {
+            runtime: runtime.clone(),
+            pre,
+            info,
+            origin: origin.to_string(),
+            hash,
+            imports,
+            live: None,
+            idle: None,
+            instantiations: 0,
+        })
     }
 
     /// The interfaces the component imports.
@@ -88,6 +109,12 @@ impl WasmPlugin {
     /// Where the component came from.
     pub fn origin_name(&self) -> String {
         self.origin.clone()
+    }
+
+    /// How many instances were created for sessions so far (one, unless
+    /// instances trapped or grew past half the memory cap).
+    pub fn instantiations(&self) -> u64 {
+        self.instantiations
     }
 
     /// The content hash of the component's bytes.
@@ -131,20 +158,34 @@ impl Backend for WasmPlugin {
     }
 
     fn open_session(&mut self, snap: &Snapshot, names: &Arc<Names>, args: &[(String, String)]) -> Result<(), String> {
-        let mut store = Store::new(&self.runtime.engine, self.runtime.state(&self.info.name, names.clone()));
-        store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(self.runtime.deadline_ticks());
-        let plugin = self.pre.instantiate(&mut store).map_err(fault)?;
-        self.live = Some((store, plugin));
+        self.live = match self.idle.take() {
+            Some((mut store, plugin)) => {
+                store.data_mut().renew(names.clone());
+                Some((store, plugin))
+            }
+            None => {
+                let mut store = Store::new(&self.runtime.engine, self.runtime.state(&self.info.name, names.clone()));
+                store.limiter(|s| &mut s.limits);
+                store.set_epoch_deadline(self.runtime.deadline_ticks());
+                let plugin = self.pre.instantiate(&mut store).map_err(fault)?;
+                self.instantiations += 1;
+                Some((store, plugin))
+            }
+        };
         self.with(|p, s| p.tephra_scheduler_policy().call_open_session(s, snap, args))?
     }
 
     fn close_session(&mut self) -> Result<(), String> {
         let r = self.with(|p, s| p.tephra_scheduler_policy().call_close_session(s));
-        if let Some((store, _)) = self.live.take() {
+        if let Some((store, plugin)) = self.live.take() {
             let out = store.data().output.contents();
             for line in String::from_utf8_lossy(&out).lines().filter(|l| !l.trim().is_empty()) {
                 tracing::info!(plugin = %self.info.name, "{line}");
+            }
+            // Kept unless it grew past half the cap: a plugin that leaks
+            // across sessions starts afresh instead of running out.
+            if r.is_ok() && store.data().limits.grown <= self.runtime.sandbox.memory_bytes / 2 {
+                self.idle = Some((store, plugin));
             }
         }
         r
@@ -198,6 +239,8 @@ impl Clone for WasmPlugin {
             hash: self.hash.clone(),
             imports: self.imports.clone(),
             live: None,
+            idle: None,
+            instantiations: 0,
         }
     }
 }

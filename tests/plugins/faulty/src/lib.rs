@@ -4,7 +4,8 @@
 //! `nan` (NaN node scores), `bad-victim` (names a non-candidate), `loop`
 //! (never returns from node-order), `oom` (allocates without bound),
 //! `open-fails` (refuses the session), `huge` (returns 20 million scores),
-//! `spam` (floods the log and stderr, answers correctly).
+//! `spam` (floods the log and stderr, answers correctly), `leak` (keeps
+//! 20 MiB past every session, answers correctly).
 
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit, Vote};
 
@@ -21,6 +22,9 @@ impl Policy for Faulty {
         self.mode = args.get("mode").unwrap_or("trap").to_string();
         if self.mode == "open-fails" {
             return Err("this plugin refuses every session".into());
+        }
+        if self.mode == "leak" {
+            std::mem::forget(std::hint::black_box(vec![1u8; 20 << 20]));
         }
         if self.mode == "oom" {
             let mut hog: Vec<Vec<u8>> = Vec::new();
