@@ -149,8 +149,9 @@ struct Serve {
     /// `eviction` (Eviction API, PodDisruptionBudgets respected) or `delete` (Volcano's plain delete).
     #[arg(long, value_enum, default_value_t = tephra::k8s::sink::EvictMode::Eviction)]
     evict_mode: tephra::k8s::sink::EvictMode,
-    /// Binds and evictions in flight at once.
-    #[arg(long, default_value_t = 16)]
+    /// API writes in flight at once: binds and evictions, then Events and
+    /// statuses. 16 bound 5,000 pods in 12.2 s on the Volcano benchmark, 64 in 8.8 s.
+    #[arg(long, default_value_t = 64)]
     bind_concurrency: usize,
 }
 

@@ -10,7 +10,7 @@ use tephra::policy::Policies;
 use tephra::scheduler::{Library, Scheduler};
 use tephra::session::{Decision, Session};
 use tephra::wasm::builtin::FIXTURES_DIR;
-use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
+use tephra::wasm::{Runtime, Sandbox, WasmPlugin, SESSIONS_PER_INSTANCE};
 
 fn cluster() -> Cluster {
     tephra::synthetic::small(2, 2000.0, 2, 1500.0, 2)
@@ -77,8 +77,9 @@ fn log_floods_are_contained() {
 }
 
 /// An instance serves session after session; one that trapped is replaced,
-/// and one that grew past half the memory cap (here a plugin leaking 20 MiB
-/// per session under a 64 MiB cap) starts afresh instead of running out.
+/// one that grew past half the memory cap (here a plugin leaking 20 MiB per
+/// session under a 64 MiB cap) starts afresh instead of running out, and
+/// none serves more than `SESSIONS_PER_INSTANCE` sessions.
 #[test]
 fn instances_are_kept_across_sessions_unless_broken_or_grown() {
     let runtime = Runtime::new(Sandbox { memory_bytes: 64 << 20, ..Default::default() }).unwrap();
@@ -108,6 +109,13 @@ fn instances_are_kept_across_sessions_unless_broken_or_grown() {
         session(&mut plugin, "leak", None).unwrap_or_else(|e| panic!("leaking session {i}: {e}"));
     }
     assert_eq!(plugin.instantiations(), 4);
+    // And none serves more than SESSIONS_PER_INSTANCE sessions.
+    session(&mut plugin, "plain", None).unwrap();
+    let first = plugin.instantiations();
+    for _ in 0..SESSIONS_PER_INSTANCE {
+        session(&mut plugin, "plain", None).unwrap();
+    }
+    assert_eq!(plugin.instantiations(), first + 1);
 }
 
 /// A component of another contract version is refused at load, naming both.

@@ -15,8 +15,8 @@ pub struct Session {
     /// node usage columns are updated by events.
     pub snap: Snapshot,
     d: usize,
-    job_tasks: Vec<Vec<u32>>,
-    queue_jobs: Vec<Vec<u32>>,
+    job_tasks: Groups,
+    queue_jobs: Groups,
     /// Per job: tasks in Allocated, Binding, Bound, Running or Succeeded.
     pub job_ready: Vec<u32>,
     /// Per job: Pipelined tasks.
@@ -58,23 +58,50 @@ fn is_valid(status: TaskStatus) -> bool {
     is_ready(status) || matches!(status, TaskStatus::Pipelined | TaskStatus::Pending)
 }
 
+/// Members by owner, in member order, laid out in one array (a list per
+/// owner would be tens of thousands of allocations per session).
+struct Groups {
+    /// Owner `o`'s members are `members[start[o]..start[o + 1]]`.
+    start: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl Groups {
+    /// Groups ids `0..owner_of.len()` by owner; owners out of range are left out.
+    fn new(owners: usize, owner_of: &[u32]) -> Self {
+        let mut start = vec![0u32; owners + 1];
+        for &o in owner_of {
+            if (o as usize) < owners {
+                start[o as usize + 1] += 1;
+            }
+        }
+        for o in 0..owners {
+            start[o + 1] += start[o];
+        }
+        let mut next = start.clone();
+        let mut members = vec![0; start[owners] as usize];
+        for (i, &o) in owner_of.iter().enumerate() {
+            if (o as usize) < owners {
+                members[next[o as usize] as usize] = i as u32;
+                next[o as usize] += 1;
+            }
+        }
+        Groups { start, members }
+    }
+
+    fn of(&self, owner: u32) -> &[u32] {
+        let o = owner as usize;
+        &self.members[self.start[o] as usize..self.start[o + 1] as usize]
+    }
+}
+
 impl Session {
     /// Builds the view and its derived counters from a snapshot.
     pub fn new(snap: Snapshot) -> Self {
         let d = snap.dims.len();
         let jobs = snap.job_queue.len();
-        let mut job_tasks = vec![Vec::new(); jobs];
-        for (t, &j) in snap.task_job.iter().enumerate() {
-            if let Some(v) = job_tasks.get_mut(j as usize) {
-                v.push(t as u32);
-            }
-        }
-        let mut queue_jobs = vec![Vec::new(); snap.queue_parent.len()];
-        for (j, &q) in snap.job_queue.iter().enumerate() {
-            if let Some(v) = queue_jobs.get_mut(q as usize) {
-                v.push(j as u32);
-            }
-        }
+        let job_tasks = Groups::new(jobs, &snap.task_job);
+        let queue_jobs = Groups::new(snap.queue_parent.len(), &snap.job_queue);
         let mut job_min = vec![0.0; jobs * d];
         for q in &snap.job_min_resources {
             if (q.owner as usize) < jobs && (q.dim as usize) < d {
@@ -181,10 +208,10 @@ impl Session {
         self.snap.job_queue[j as usize]
     }
     pub fn job_tasks(&self, j: u32) -> &[u32] {
-        &self.job_tasks[j as usize]
+        self.job_tasks.of(j)
     }
     pub fn queue_jobs(&self, q: u32) -> &[u32] {
-        &self.queue_jobs[q as usize]
+        self.queue_jobs.of(q)
     }
     pub fn job_min_available(&self, j: u32) -> u32 {
         self.snap.job_min_available[j as usize]
@@ -274,5 +301,18 @@ impl Session {
         self.count(t, e.status, 1);
         self.place(t, e.node, e.status, 1.0);
         old
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Groups;
+
+    #[test]
+    fn groups_keep_member_order_and_skip_unknown_owners() {
+        let g = Groups::new(3, &[2, 0, 2, super::NONE, 0, 2]);
+        assert_eq!(g.of(0), &[1, 4]);
+        assert_eq!(g.of(1), &[] as &[u32]);
+        assert_eq!(g.of(2), &[0, 2, 5]);
     }
 }

@@ -28,6 +28,7 @@
 #   TIMEOUT     seconds to wait for all pods to be bound (default 600)
 #   VC_V        vc-scheduler log verbosity (default 1)
 #   KEEP        1 keeps the run directories (logs) instead of deleting them
+#   TEPHRA_ARGS extra arguments for `tephra run` (e.g. "--bind-concurrency 64")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT="$PWD"
@@ -165,7 +166,8 @@ run_one() {
     case "$which" in
         tephra)
             t0="$(now)"
-            "$TEPHRA" run --kubeconfig "$kc" --config "$WORK/conf/scheduler.conf" --period 1s \
+            # shellcheck disable=SC2086 # TEPHRA_ARGS: words on purpose
+            "$TEPHRA" run --kubeconfig "$kc" --config "$WORK/conf/scheduler.conf" --period 1s ${TEPHRA_ARGS:-} \
                 > "$DIR/scheduler.log" 2>&1 &
             SPID=$!
             ;;

@@ -42,6 +42,7 @@ pub struct Options {
     /// This replica's name in the Lease (the pod name in a Deployment).
     pub identity: String,
     pub evict_mode: sink::EvictMode,
+    /// API writes in flight at once (binds, evictions, Events, statuses).
     pub bind_concurrency: usize,
 }
 
@@ -215,6 +216,7 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
         sink.assumed.overlay(&mut view);
         let started = Instant::now();
         let out = tokio::task::block_in_place(|| scheduler.cycle(&view.cluster, &Default::default(), now_ms()));
+        let decided = started.elapsed();
         for f in &out.faults {
             tracing::warn!("plugin {} {}: {}", f.plugin, f.point, f.message);
         }
@@ -230,11 +232,15 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
         for (pod, node) in &applied.bound {
             tracing::info!("bound {pod} to {node}");
         }
-        status::write(&client, &out, &view, &rec).await;
+        let bound = started.elapsed();
+        status::write(&client, &out, &view, &rec, opts.bind_concurrency).await;
         if let Some(a) = &admin {
             a.update_with(&scheduler, &queue_rows(&view), &counters.metrics(true, true));
         }
-        tracing::debug!("cycle took {:?}", started.elapsed());
+        tracing::debug!(
+            "cycle took {:?}: decided in {decided:?}, binds and evictions applied at {bound:?}",
+            started.elapsed()
+        );
     }
     drop(src);
     if let Some(e) = elector {

@@ -61,11 +61,11 @@ pub fn queue_status_extra(out: &Outcome, queue: &str) -> serde_json::Map<String,
     extra
 }
 
-/// Writes statuses and events for one cycle.
-pub async fn write(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
-    podgroups(client, out, view, rec).await;
+/// Writes statuses and events for one cycle, `concurrency` writes at a time.
+pub async fn write(client: &Client, out: &Outcome, view: &View, rec: &Recorder, concurrency: usize) {
+    podgroups(client, out, view, rec, concurrency).await;
     queues(client, out, view).await;
-    pods(client, out, view, rec).await;
+    pods(client, out, view, rec, concurrency).await;
 }
 
 /// Our pods by PodGroup key (`namespace/group`).
@@ -87,10 +87,7 @@ fn cond_key(c: &Value) -> (String, String, String, String) {
     (s("type"), s("status"), s("reason"), s("message"))
 }
 
-/// How many status writes are in flight at once.
-const CONCURRENCY: usize = 16;
-
-async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
+async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder, concurrency: usize) {
     let now = Timestamp::now().to_string();
     let by_group = pods_by_group(view);
     // Per PodGroup: the status patch (when it changed) and the Event to emit.
@@ -138,7 +135,7 @@ async fn podgroups(client: &Client, out: &Outcome, view: &View, rec: &Recorder) 
         writes.push((g, (!same).then_some(status), gref, event));
     }
     futures::stream::iter(writes)
-        .for_each_concurrent(CONCURRENCY, |(g, status, gref, event)| async move {
+        .for_each_concurrent(concurrency, |(g, status, gref, event)| async move {
             if let Some(status) = status {
                 // Volcano updates PodGroup status through the main resource (its CRD has no status subresource).
                 let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &g.namespace, &podgroup_resource());
@@ -218,7 +215,7 @@ async fn queues(client: &Client, out: &Outcome, view: &View) {
     }
 }
 
-async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
+async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder, concurrency: usize) {
     let bound: HashSet<u32> = out
         .decisions
         .iter()
@@ -261,7 +258,7 @@ async fn pods(client: &Client, out: &Outcome, view: &View, rec: &Recorder) {
         writes.push((p, obj, !same, message));
     }
     futures::stream::iter(writes)
-        .for_each_concurrent(CONCURRENCY, |(p, obj, changed, message)| async move {
+        .for_each_concurrent(concurrency, |(p, obj, changed, message)| async move {
             if changed {
                 let cond =
                     json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});

@@ -8,7 +8,7 @@ mod plugin;
 
 pub use bindings::tephra::scheduler::types as contract;
 pub use engine::{Runtime, Sandbox};
-pub use plugin::{content_hash, WasmPlugin};
+pub use plugin::{content_hash, WasmPlugin, SESSIONS_PER_INSTANCE};
 
 /// The default plugins, compiled to components by the build script.
 pub mod builtin {

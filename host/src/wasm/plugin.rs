@@ -25,7 +25,12 @@ pub struct WasmPlugin {
     idle: Option<(Store<State>, Plugin)>,
     /// Instances created so far.
     instantiations: u64,
+    /// Sessions served by the current instance.
+    sessions: u32,
 }
+
+/// Sessions one instance serves before it is replaced.
+pub const SESSIONS_PER_INSTANCE: u32 = 1000;
 
 /// Interface prefixes a plugin may import: the contract, a clock,
 /// randomness, and the stdio/environment plumbing language runtimes link
@@ -98,6 +103,7 @@ impl WasmPlugin {
             live: None,
             idle: None,
             instantiations: 0,
+            sessions: 0,
         })
     }
 
@@ -169,6 +175,7 @@ impl Backend for WasmPlugin {
                 store.set_epoch_deadline(self.runtime.deadline_ticks());
                 let plugin = self.pre.instantiate(&mut store).map_err(fault)?;
                 self.instantiations += 1;
+                self.sessions = 0;
                 Some((store, plugin))
             }
         };
@@ -182,9 +189,13 @@ impl Backend for WasmPlugin {
             for line in String::from_utf8_lossy(&out).lines().filter(|l| !l.trim().is_empty()) {
                 tracing::info!(plugin = %self.info.name, "{line}");
             }
-            // Kept unless it grew past half the cap: a plugin that leaks
-            // across sessions starts afresh instead of running out.
-            if r.is_ok() && store.data().limits.grown <= self.runtime.sandbox.memory_bytes / 2 {
+            // Kept unless it grew past half the cap (a plugin that leaks
+            // across sessions starts afresh instead of running out) or has
+            // served many sessions (nothing it holds on the host side, such
+            // as stream handles, accumulates for ever).
+            self.sessions += 1;
+            let grown = store.data().limits.grown > self.runtime.sandbox.memory_bytes / 2;
+            if r.is_ok() && !grown && self.sessions < SESSIONS_PER_INSTANCE {
                 self.idle = Some((store, plugin));
             }
         }
@@ -241,6 +252,7 @@ impl Clone for WasmPlugin {
             live: None,
             idle: None,
             instantiations: 0,
+            sessions: 0,
         }
     }
 }
