@@ -90,4 +90,7 @@ pub trait Backend: Send {
     fn close_session(&mut self) -> Result<(), String>;
     fn on_events(&mut self, events: &[Event]) -> Result<(), String>;
     fn call(&mut self, call: Call<'_>) -> Result<Answer, String>;
+    /// Called after closing a session in which the plugin faulted: the next
+    /// session must not reuse anything of this one (a kept instance).
+    fn discard(&mut self) {}
 }

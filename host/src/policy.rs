@@ -188,20 +188,23 @@ impl Policies {
         }
     }
 
-    /// Closes the session in every plugin.
+    /// Closes the session in every plugin; one that faulted in it starts the
+    /// next session afresh (its backend discards what it kept).
     pub fn close(&mut self, events: &[Event]) {
         for slot in self.tiers.iter_mut().flatten() {
-            if slot.down {
-                let _ = slot.backend.close_session();
-                continue;
-            }
-            if slot.points.contains(&P::Events) && slot.delivered < events.len() {
+            if !slot.down && slot.points.contains(&P::Events) && slot.delivered < events.len() {
                 if let Err(e) = slot.backend.on_events(&events[slot.delivered..]) {
                     Self::fail(&mut self.faults, slot, P::Events, e);
                 }
             }
+            let was_down = slot.down;
             if let Err(e) = slot.backend.close_session() {
-                Self::fail_session(&mut self.faults, slot, "close-session", e);
+                if !was_down {
+                    Self::fail_session(&mut self.faults, slot, "close-session", e);
+                }
+            }
+            if slot.down {
+                slot.backend.discard();
             }
         }
     }
@@ -594,6 +597,7 @@ mod tests {
     struct Scripted {
         info: PluginInfo,
         script: Script,
+        discarded: Arc<std::sync::atomic::AtomicUsize>,
     }
 
     impl Backend for Scripted {
@@ -615,12 +619,16 @@ mod tests {
         fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
             (self.script)(call)
         }
+        fn discard(&mut self) {
+            self.discarded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn slot(name: &str, points: &[P], script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static) -> Slot {
         let info =
             PluginInfo { name: name.into(), version: "t".into(), contract: "0.2.0".into(), points: points.to_vec() };
-        Slot::new(PluginConf::new(name), Box::new(Scripted { info, script: Box::new(script) }))
+        let discarded = Arc::default();
+        Slot::new(PluginConf::new(name), Box::new(Scripted { info, script: Box::new(script), discarded }))
     }
 
     fn victims(tasks: &[u32], vote: Vote) -> impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static {
@@ -752,5 +760,27 @@ mod tests {
         let rows = p.order_keys(&[], Call::JobOrder(&[0, 1]), 2);
         assert_eq!(rows.len(), 1);
         assert_eq!(p.faults.len(), 3);
+    }
+
+    /// Every plugin that faulted, whatever the fault, is told to discard its
+    /// instance at close; a healthy one keeps it.
+    #[test]
+    fn faulted_plugins_start_the_next_session_afresh() {
+        let k = [P::JobOrder];
+        let counted = |name: &str, answer: fn() -> Result<Answer, String>| {
+            let info =
+                PluginInfo { name: name.into(), version: "t".into(), contract: "0.2.0".into(), points: k.to_vec() };
+            let discarded = Arc::<std::sync::atomic::AtomicUsize>::default();
+            let backend = Scripted { info, script: Box::new(move |_| answer()), discarded: discarded.clone() };
+            (Slot::new(PluginConf::new(name), Box::new(backend)), discarded)
+        };
+        let (nan, nan_count) = counted("nan", || Ok(Answer::Keys(vec![f64::NAN, 0.0])));
+        let (trap, trap_count) = counted("trap", || Err("wasm trap: unreachable".into()));
+        let (good, good_count) = counted("good", || Ok(Answer::Keys(vec![2.0, 1.0])));
+        let mut p = Policies::new(vec![vec![nan, trap, good]], true);
+        p.order_keys(&[], Call::JobOrder(&[0, 1]), 2);
+        p.close(&[]);
+        let n = |c: &Arc<std::sync::atomic::AtomicUsize>| c.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!((n(&nan_count), n(&trap_count), n(&good_count)), (1, 1, 0));
     }
 }

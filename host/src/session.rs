@@ -243,10 +243,17 @@ impl Session {
         // so their requests are not scanned for dimensions up front (a tenth
         // of the build at 100k pods); one that does makes the build start
         // over with every pod scanned.
+        // Once a cluster had such a pod, later builds scan pods up front
+        // rather than build twice every cycle.
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        static PODS_NAME_DIMENSIONS: AtomicBool = AtomicBool::new(false);
         let mut policies = Some(policies);
         let args = (overrides, now_ms, seed, reservations);
-        Self::build(cluster, &mut policies, args, false)
-            .or_else(|| Self::build(cluster, &mut policies, args, true))
+        Self::build(cluster, &mut policies, args, PODS_NAME_DIMENSIONS.load(Relaxed))
+            .or_else(|| {
+                PODS_NAME_DIMENSIONS.store(true, Relaxed);
+                Self::build(cluster, &mut policies, args, true)
+            })
             .expect("with every pod scanned, every dimension is known")
     }
 

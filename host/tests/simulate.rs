@@ -90,6 +90,10 @@ fn bad_input_is_one_clear_line() {
     let (code, _, err) = tephra(&["simulate", "no/such/file.yaml"]);
     assert_eq!(code, 2);
     assert!(err.contains("no/such/file.yaml"), "{err}");
+    // No writes in flight would mean no bind ever sent.
+    let (code, _, err) = tephra(&["run", "--bind-concurrency", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid value '0' for '--bind-concurrency"), "{err}");
 }
 
 #[test]

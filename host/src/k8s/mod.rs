@@ -42,7 +42,8 @@ pub struct Options {
     /// This replica's name in the Lease (the pod name in a Deployment).
     pub identity: String,
     pub evict_mode: sink::EvictMode,
-    /// API writes in flight at once (binds, evictions, Events, statuses).
+    /// API writes in flight at once: binds, evictions, Scheduled Events,
+    /// PodGroup and pod statuses (0 counts as 1).
     pub bind_concurrency: usize,
 }
 
@@ -233,7 +234,7 @@ async fn run_async(opts: Options, mut scheduler: Scheduler) -> Result<()> {
             tracing::info!("bound {pod} to {node}");
         }
         let bound = started.elapsed();
-        status::write(&client, &out, &view, &rec, opts.bind_concurrency).await;
+        status::write(&client, &out, &view, &rec, opts.bind_concurrency.max(1)).await;
         if let Some(a) = &admin {
             a.update_with(&scheduler, &queue_rows(&view), &counters.metrics(true, true));
         }

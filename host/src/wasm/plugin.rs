@@ -118,7 +118,8 @@ impl WasmPlugin {
     }
 
     /// How many instances were created for sessions so far (one, unless
-    /// instances trapped or grew past half the memory cap).
+    /// instances trapped, grew past half the memory cap or served
+    /// [`SESSIONS_PER_INSTANCE`] sessions).
     pub fn instantiations(&self) -> u64 {
         self.instantiations
     }
@@ -204,6 +205,11 @@ impl Backend for WasmPlugin {
 
     fn on_events(&mut self, events: &[Event]) -> Result<(), String> {
         self.with(|p, s| p.tephra_scheduler_policy().call_on_events(s, events))
+    }
+
+    fn discard(&mut self) {
+        self.live = None;
+        self.idle = None;
     }
 
     fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
