@@ -597,7 +597,7 @@ mod tests {
     struct Scripted {
         info: PluginInfo,
         script: Script,
-        discarded: Arc<std::sync::atomic::AtomicUsize>,
+        discarded: Discards,
     }
 
     impl Backend for Scripted {
@@ -624,11 +624,23 @@ mod tests {
         }
     }
 
+    type Discards = Arc<std::sync::atomic::AtomicUsize>;
+
     fn slot(name: &str, points: &[P], script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static) -> Slot {
+        counted_slot(name, points, script).0
+    }
+
+    /// A scripted slot, and how many times it was told to discard its instance.
+    fn counted_slot(
+        name: &str,
+        points: &[P],
+        script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static,
+    ) -> (Slot, Discards) {
         let info =
             PluginInfo { name: name.into(), version: "t".into(), contract: "0.2.0".into(), points: points.to_vec() };
-        let discarded = Arc::default();
-        Slot::new(PluginConf::new(name), Box::new(Scripted { info, script: Box::new(script), discarded }))
+        let discarded = Discards::default();
+        let backend = Scripted { info, script: Box::new(script), discarded: discarded.clone() };
+        (Slot::new(PluginConf::new(name), Box::new(backend)), discarded)
     }
 
     fn victims(tasks: &[u32], vote: Vote) -> impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static {
@@ -767,20 +779,13 @@ mod tests {
     #[test]
     fn faulted_plugins_start_the_next_session_afresh() {
         let k = [P::JobOrder];
-        let counted = |name: &str, answer: fn() -> Result<Answer, String>| {
-            let info =
-                PluginInfo { name: name.into(), version: "t".into(), contract: "0.2.0".into(), points: k.to_vec() };
-            let discarded = Arc::<std::sync::atomic::AtomicUsize>::default();
-            let backend = Scripted { info, script: Box::new(move |_| answer()), discarded: discarded.clone() };
-            (Slot::new(PluginConf::new(name), Box::new(backend)), discarded)
-        };
-        let (nan, nan_count) = counted("nan", || Ok(Answer::Keys(vec![f64::NAN, 0.0])));
-        let (trap, trap_count) = counted("trap", || Err("wasm trap: unreachable".into()));
-        let (good, good_count) = counted("good", || Ok(Answer::Keys(vec![2.0, 1.0])));
+        let (nan, nan_count) = counted_slot("nan", &k, |_| Ok(Answer::Keys(vec![f64::NAN, 0.0])));
+        let (trap, trap_count) = counted_slot("trap", &k, |_| Err("wasm trap: unreachable".into()));
+        let (good, good_count) = counted_slot("good", &k, |_| Ok(Answer::Keys(vec![2.0, 1.0])));
         let mut p = Policies::new(vec![vec![nan, trap, good]], true);
         p.order_keys(&[], Call::JobOrder(&[0, 1]), 2);
         p.close(&[]);
-        let n = |c: &Arc<std::sync::atomic::AtomicUsize>| c.load(std::sync::atomic::Ordering::Relaxed);
+        let n = |c: &Discards| c.load(std::sync::atomic::Ordering::Relaxed);
         assert_eq!((n(&nan_count), n(&trap_count), n(&good_count)), (1, 1, 0));
     }
 }
