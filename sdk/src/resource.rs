@@ -16,6 +16,19 @@ pub fn is_empty(v: &[f64]) -> bool {
     v.iter().enumerate().all(|(d, x)| d == PODS || *x < EPSILON)
 }
 
+/// `x.round()` (half away from zero), exactly, without a call: in Wasm
+/// `f64::round` is a libm function, and scoring rounds every node's amounts.
+#[inline]
+pub fn round(x: f64) -> f64 {
+    // `x - trunc(x)` is exact, so the comparison decides like `round` does.
+    let t = x.trunc();
+    if (x - t).abs() >= 0.5 {
+        t + 1f64.copysign(x)
+    } else {
+        t
+    }
+}
+
 /// Adds `b` into `a`.
 pub fn add(a: &mut [f64], b: &[f64]) {
     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
@@ -36,5 +49,25 @@ pub fn share(x: f64, total: f64) -> f64 {
         }
     } else {
         x / total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn round_matches_std() {
+        let halves = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, 4503599627370495.5];
+        let edges = [0.49999999999999994, 4503599627370497.0, 1e300, f64::INFINITY, f64::MIN_POSITIVE, 1999.9999];
+        let mut xs: Vec<f64> = halves.iter().chain(&edges).flat_map(|&x| [x, -x]).collect();
+        // A spread of amounts like the snapshot's (millicores, bytes, fractions).
+        let mut x = 0.37_f64;
+        for _ in 0..10_000 {
+            x = (x * 7.919 + 0.123) % 1e7;
+            xs.extend([x, -x, x.trunc() + 0.5, -(x.trunc() + 0.5)]);
+        }
+        for x in xs {
+            assert_eq!(super::round(x).to_bits(), x.round().to_bits(), "round({x:e})");
+        }
+        assert!(super::round(f64::NAN).is_nan());
     }
 }

@@ -84,11 +84,13 @@ impl<P: Policy> Runtime<P> {
         if let Some(s) = self.session.as_ref() {
             for (code, &n) in codes.iter_mut().zip(nodes) {
                 if let Err(u) = p.predicate(s, task, n) {
-                    let same = |r: &Unfit| {
-                        r.unresolvable == u.unresolvable
-                            && (std::sync::Arc::ptr_eq(&r.message, &u.message) || r.message == u.message)
-                    };
-                    let k = seen.iter().position(same).unwrap_or_else(|| {
+                    // Most rejections share a message: find it by pointer
+                    // before comparing texts.
+                    let same_ptr =
+                        |r: &Unfit| r.unresolvable == u.unresolvable && std::sync::Arc::ptr_eq(&r.message, &u.message);
+                    let same_text = |r: &Unfit| r.unresolvable == u.unresolvable && r.message == u.message;
+                    let found = seen.iter().position(same_ptr).or_else(|| seen.iter().position(same_text));
+                    let k = found.unwrap_or_else(|| {
                         seen.push(u);
                         seen.len() - 1
                     });
@@ -182,5 +184,49 @@ impl<P: Policy> Runtime<P> {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runtime;
+    use crate::policy::{Policy, Unfit};
+    use crate::testing::SnapshotBuilder;
+    use crate::types::ExtensionPoint;
+    use crate::Session;
+    use std::sync::Arc;
+
+    /// Rejects node i with `REJECT[i]`: a shared message, a fresh copy of
+    /// its text, another text, or the same text with another resolvability.
+    #[derive(Default)]
+    struct Rejecter {
+        shared: Option<Arc<str>>,
+    }
+
+    impl Policy for Rejecter {
+        const NAME: &'static str = "rejecter";
+        const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Predicate];
+        fn predicate(&mut self, _: &Session, _: u32, node: u32) -> Result<(), Unfit> {
+            let shared = self.shared.get_or_insert_with(|| "node full".into()).clone();
+            match node {
+                0 | 3 => Err(Unfit::new(shared)),
+                1 => Err(Unfit::new(String::from("node full"))),
+                2 => Err(Unfit::new("tainted")),
+                4 => Ok(()),
+                _ => Err(Unfit::unresolvable(shared)),
+            }
+        }
+    }
+
+    #[test]
+    fn predicate_reasons_are_deduplicated_by_text_and_resolvability() {
+        let mut b = SnapshotBuilder::new(&[]);
+        let nodes: Vec<u32> = (0..6).map(|_| b.node(&[1000.0, 1000.0, 10.0])).collect();
+        let mut rt = Runtime::<Rejecter>::default();
+        rt.open_session(b.snap, vec![]).unwrap();
+        let fit = rt.predicate(0, &nodes);
+        assert_eq!(fit.codes, [1, 1, 2, 1, 0, 3]);
+        let reasons: Vec<(&str, bool)> = fit.reasons.iter().map(|r| (r.message.as_str(), r.unresolvable)).collect();
+        assert_eq!(reasons, [("node full", false), ("tainted", false), ("node full", true)]);
     }
 }

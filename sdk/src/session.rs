@@ -158,32 +158,41 @@ impl Session {
         self.snap.dims.iter().position(|x| x == name)
     }
 
+    #[inline]
     fn row(v: &[f64], i: u32, d: usize) -> &[f64] {
         &v[i as usize * d..(i as usize + 1) * d]
     }
+    #[inline]
     pub fn task_req(&self, t: u32) -> &[f64] {
         Self::row(&self.snap.task_resreq, t, self.d)
     }
+    #[inline]
     pub fn node_allocatable(&self, n: u32) -> &[f64] {
         Self::row(&self.snap.node_allocatable, n, self.d)
     }
+    #[inline]
     pub fn node_used(&self, n: u32) -> &[f64] {
         Self::row(&self.snap.node_used, n, self.d)
     }
+    #[inline]
     pub fn node_releasing(&self, n: u32) -> &[f64] {
         Self::row(&self.snap.node_releasing, n, self.d)
     }
+    #[inline]
     pub fn node_pipelined(&self, n: u32) -> &[f64] {
         Self::row(&self.snap.node_pipelined, n, self.d)
     }
     /// `allocatable − used` in one dimension.
+    #[inline]
     pub fn node_idle(&self, n: u32, d: usize) -> f64 {
         self.node_allocatable(n)[d] - self.node_used(n)[d]
     }
     /// `idle + releasing − pipelined` in one dimension (Volcano's FutureIdle).
+    #[inline]
     pub fn node_future_idle(&self, n: u32, d: usize) -> f64 {
         self.node_idle(n, d) + self.node_releasing(n)[d] - self.node_pipelined(n)[d]
     }
+    #[inline]
     pub fn job_allocated(&self, j: u32) -> &[f64] {
         Self::row(&self.job_allocated, j, self.d)
     }
@@ -191,19 +200,24 @@ impl Session {
         &self.snap.total
     }
 
+    #[inline]
     pub fn task_job(&self, t: u32) -> u32 {
         self.snap.task_job[t as usize]
     }
+    #[inline]
     pub fn task_status(&self, t: u32) -> TaskStatus {
         self.snap.task_status[t as usize]
     }
+    #[inline]
     pub fn task_node(&self, t: u32) -> u32 {
         self.snap.task_node[t as usize]
     }
     /// A task is best-effort when it requests nothing but `pods`.
+    #[inline]
     pub fn task_best_effort(&self, t: u32) -> bool {
         self.best_effort[t as usize]
     }
+    #[inline]
     pub fn job_queue(&self, j: u32) -> u32 {
         self.snap.job_queue[j as usize]
     }

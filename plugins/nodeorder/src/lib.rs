@@ -13,6 +13,7 @@
 //! containers (100m cpu, 200Mi) are not applied: the snapshot has no per-container
 //! requests.
 
+use tephra_sdk::resource::round;
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session};
 
 const CPU: usize = 0;
@@ -52,7 +53,9 @@ fn balanced(dims: &[(i64, i64)]) -> i64 {
     let mut buf = [0.0; 3];
     let mut n = 0;
     for &(r, a) in dims.iter().filter(|d| d.1 != 0).take(3) {
-        buf[n] = (r as f64 / a as f64).min(1.0);
+        let f = r as f64 / a as f64;
+        // Not `min`: a libm call in Wasm; `f` is never NaN (a ≠ 0).
+        buf[n] = if f < 1.0 { f } else { 1.0 };
         n += 1;
     }
     let f = &buf[..n];
@@ -84,7 +87,7 @@ impl Policy for NodeOrder {
         // Kube-scheduler's NodeInfo, as Volcano builds it, holds every task on
         // the node: pipelined ones count as requested too.
         let (used, pipelined, alloc) = (s.node_used(node), s.node_pipelined(node), s.node_allocatable(node));
-        let pair = |d: usize| ((used[d] + pipelined[d] + req[d]).round() as i64, alloc[d].round() as i64);
+        let pair = |d: usize| (round(used[d] + pipelined[d] + req[d]) as i64, round(alloc[d]) as i64);
         let cpu_mem = [pair(CPU), pair(MEMORY)];
         let mut score = 0.0;
         if self.least != 0.0 {
@@ -94,8 +97,8 @@ impl Policy for NodeOrder {
             score += self.most * mean(&cpu_mem, most_requested) as f64;
         }
         // Best-effort tasks get 0; an extended resource counts only when requested.
-        let gpu = self.gpu.filter(|&g| req[g].round() > 0.0);
-        if self.balanced != 0.0 && (gpu.is_some() || req[CPU].round() > 0.0 || req[MEMORY].round() > 0.0) {
+        let gpu = self.gpu.filter(|&g| round(req[g]) > 0.0);
+        if self.balanced != 0.0 && (gpu.is_some() || round(req[CPU]) > 0.0 || round(req[MEMORY]) > 0.0) {
             let dims = [cpu_mem[0], cpu_mem[1], gpu.map_or((0, 0), pair)];
             score += self.balanced * balanced(&dims[..if gpu.is_some() { 3 } else { 2 }]) as f64;
         }
