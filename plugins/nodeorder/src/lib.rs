@@ -82,8 +82,39 @@ impl Policy for NodeOrder {
         Ok(())
     }
 
+    fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
+        let task = self.task(s, task);
+        for (score, &n) in scores.iter_mut().zip(nodes) {
+            *score = self.score(s, &task, n);
+        }
+    }
+
     fn node_score(&mut self, s: &Session, task: u32, node: u32) -> f64 {
+        let task = self.task(s, task);
+        self.score(s, &task, node)
+    }
+}
+
+/// What scoring needs of the task, worked out once per call rather than per node.
+struct Task<'a> {
+    req: &'a [f64],
+    /// The gpu dimension, when the task requests gpus.
+    gpu: Option<usize>,
+    /// BalancedAllocation applies (weight set, and the task is not best-effort).
+    balanced: bool,
+}
+
+impl NodeOrder {
+    fn task<'a>(&self, s: &'a Session, task: u32) -> Task<'a> {
         let req = s.task_req(task);
+        // Best-effort tasks get 0; an extended resource counts only when requested.
+        let gpu = self.gpu.filter(|&g| round(req[g]) > 0.0);
+        let balanced = self.balanced != 0.0 && (gpu.is_some() || round(req[CPU]) > 0.0 || round(req[MEMORY]) > 0.0);
+        Task { req, gpu, balanced }
+    }
+
+    fn score(&self, s: &Session, task: &Task, node: u32) -> f64 {
+        let req = task.req;
         // Kube-scheduler's NodeInfo, as Volcano builds it, holds every task on
         // the node: pipelined ones count as requested too.
         let (used, pipelined, alloc) = (s.node_used(node), s.node_pipelined(node), s.node_allocatable(node));
@@ -96,11 +127,9 @@ impl Policy for NodeOrder {
         if self.most != 0.0 {
             score += self.most * mean(&cpu_mem, most_requested) as f64;
         }
-        // Best-effort tasks get 0; an extended resource counts only when requested.
-        let gpu = self.gpu.filter(|&g| round(req[g]) > 0.0);
-        if self.balanced != 0.0 && (gpu.is_some() || round(req[CPU]) > 0.0 || round(req[MEMORY]) > 0.0) {
-            let dims = [cpu_mem[0], cpu_mem[1], gpu.map_or((0, 0), pair)];
-            score += self.balanced * balanced(&dims[..if gpu.is_some() { 3 } else { 2 }]) as f64;
+        if task.balanced {
+            let dims = [cpu_mem[0], cpu_mem[1], task.gpu.map_or((0, 0), pair)];
+            score += self.balanced * balanced(&dims[..if task.gpu.is_some() { 3 } else { 2 }]) as f64;
         }
         score
     }
