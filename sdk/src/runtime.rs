@@ -196,8 +196,9 @@ mod tests {
     use crate::Session;
     use std::sync::Arc;
 
-    /// Rejects node i with `REJECT[i]`: a shared message, a fresh copy of
-    /// its text, another text, or the same text with another resolvability.
+    /// Rejects nodes 0 and 3 with one shared message, node 1 with a fresh
+    /// copy of its text, node 2 with another text, and node 5 with the shared
+    /// message but unresolvable; node 4 fits.
     #[derive(Default)]
     struct Rejecter {
         shared: Option<Arc<str>>,
