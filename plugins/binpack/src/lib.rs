@@ -28,30 +28,43 @@ fn int_arg(args: &Args, key: &str, default: i64) -> i64 {
     })
 }
 
-/// Volcano's `BinPackingScore` of one node: `request`, `used` and
-/// `allocatable` are rows over the snapshot's dimensions.
-pub fn score(dims: &[(usize, f64)], weight: f64, request: &[f64], used: &[f64], allocatable: &[f64]) -> f64 {
-    let (mut sum, mut weights) = (0.0, 0.0);
-    for &(d, w) in dims {
-        // Only the request's `ResourceNames` (amounts ≥ ε) are scored.
-        if request[d] < EPSILON {
-            continue;
-        }
-        // No capacity (or weight 0): scores 0, and is not checked for overflow,
-        // but its weight still counts.
-        if allocatable[d] != 0.0 && w != 0.0 {
-            let after = used[d] + request[d];
-            if after > allocatable[d] {
-                return 0.0;
+/// The part of Volcano's `BinPackingScore` that depends only on the task,
+/// worked out once per call rather than per node.
+struct Request {
+    /// (dimension, weight, amount) of each weighted resource the task
+    /// requests (amounts ≥ ε: Volcano scores only the request's `ResourceNames`).
+    dims: Vec<(usize, f64, f64)>,
+    /// Σ weights of those dimensions (with or without capacity on the node).
+    weights: f64,
+}
+
+impl Request {
+    fn new(dims: &[(usize, f64)], request: &[f64]) -> Self {
+        let dims: Vec<(usize, f64, f64)> =
+            dims.iter().filter(|&&(d, _)| request[d] >= EPSILON).map(|&(d, w)| (d, w, request[d])).collect();
+        let weights = dims.iter().fold(0.0, |sum, &(_, w, _)| sum + w);
+        Request { dims, weights }
+    }
+
+    /// Volcano's `BinPackingScore` of a node with rows `used` and `allocatable`.
+    fn score(&self, weight: f64, used: &[f64], allocatable: &[f64]) -> f64 {
+        let mut sum = 0.0;
+        for &(d, w, r) in &self.dims {
+            // No capacity (or weight 0): scores 0, and is not checked for
+            // overflow, but its weight still counts.
+            if allocatable[d] != 0.0 && w != 0.0 {
+                let after = used[d] + r;
+                if after > allocatable[d] {
+                    return 0.0;
+                }
+                sum += after * w / allocatable[d];
             }
-            sum += after * w / allocatable[d];
         }
-        weights += w;
+        if self.weights > 0.0 {
+            sum /= self.weights;
+        }
+        sum * MAX_NODE_SCORE * weight
     }
-    if weights > 0.0 {
-        sum /= weights;
-    }
-    sum * MAX_NODE_SCORE * weight
 }
 
 impl Policy for Binpack {
@@ -83,13 +96,13 @@ impl Policy for Binpack {
     }
 
     fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
-        let request = s.task_req(task);
-        for (score_n, &n) in scores.iter_mut().zip(nodes) {
-            *score_n = if self.weight == 0.0 {
-                0.0
-            } else {
-                score(&self.dims, self.weight, request, s.node_used(n), s.node_allocatable(n))
-            };
+        if self.weight == 0.0 {
+            scores.fill(0.0);
+            return;
+        }
+        let request = Request::new(&self.dims, s.task_req(task));
+        for (score, &n) in scores.iter_mut().zip(nodes) {
+            *score = request.score(self.weight, s.node_used(n), s.node_allocatable(n));
         }
     }
 }
