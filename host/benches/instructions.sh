@@ -14,8 +14,8 @@ esac
 if ! command -v valgrind >/dev/null; then
     apt-get update -qq && apt-get install -y -qq valgrind
 fi
-# The bench binary cargo builds (its name carries a hash).
-bin=$(cargo bench -p tephra --bench schedule --no-run --message-format=json 2>/dev/null |
+# The bench binary cargo builds (its name carries a hash); build errors show on stderr.
+bin=$(cargo bench -p tephra --bench schedule --no-run --message-format=json |
     python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
