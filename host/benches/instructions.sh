@@ -2,7 +2,7 @@
 # Instructions executed by allocate, Wasm plugins against the same plugins
 # built natively, counted by callgrind: unlike wall-clock time, the count does
 # not move with the machine's load, so a 5 % change is visible in one run.
-#   host/benches/instructions.sh [1k|5k|10k]     (default 1k; 5k takes ~10 min)
+#   host/benches/instructions.sh [1k|5k|10k]     (default 1k: ~40 s once built; 5k ~3 min)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 workload="${1:-1k}"
