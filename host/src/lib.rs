@@ -23,9 +23,11 @@ pub mod resource;
 pub mod scaffold;
 pub mod scheduler;
 pub mod session;
+pub mod session_cache;
 pub mod simulate;
 pub mod statement;
 pub mod synthetic;
+pub mod tracked;
 pub mod validate;
 pub mod wasm;
 

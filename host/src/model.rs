@@ -2,6 +2,7 @@
 //! (jobs), pods (tasks) and priority classes, in Volcano's units.
 
 use crate::resource::ResourceList;
+use crate::tracked::{Status, Tracked};
 use std::collections::BTreeMap;
 
 /// A node taint.
@@ -207,21 +208,58 @@ impl Pod {
 }
 
 /// A PriorityClass.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PriorityClass {
     pub value: i32,
     pub global_default: bool,
     pub preempt_never: bool,
 }
 
-/// Everything the scheduler knows about the cluster.
+/// Everything the scheduler knows about the cluster. The object lists
+/// remember how they changed (see [`Tracked`]), so a session can start from
+/// the last one.
 #[derive(Clone, Debug, Default)]
 pub struct Cluster {
-    pub nodes: Vec<Node>,
-    pub queues: Vec<Queue>,
-    pub podgroups: Vec<PodGroup>,
-    pub pods: Vec<Pod>,
+    pub nodes: Tracked<Node>,
+    pub queues: Tracked<Queue>,
+    pub podgroups: Tracked<PodGroup>,
+    pub pods: Tracked<Pod>,
     pub priority_classes: BTreeMap<String, PriorityClass>,
+}
+
+/// The part of a pod that changes as it is scheduled and runs.
+pub struct PodStatus<'a> {
+    pub node: &'a mut Option<String>,
+    pub nominated_node: &'a mut Option<String>,
+    pub phase: &'a mut PodPhase,
+    pub deleting: &'a mut bool,
+    pub started: &'a mut Option<i64>,
+}
+
+impl Status for Pod {
+    type Fields<'a> = PodStatus<'a>;
+    fn status_fields(&mut self) -> PodStatus<'_> {
+        PodStatus {
+            node: &mut self.node,
+            nominated_node: &mut self.nominated_node,
+            phase: &mut self.phase,
+            deleting: &mut self.deleting,
+            started: &mut self.started,
+        }
+    }
+}
+
+/// The part of a PodGroup the scheduler and its controllers update.
+pub struct PodGroupStatus<'a> {
+    pub phase: &'a mut Phase,
+    pub condition: &'a mut Option<Condition>,
+}
+
+impl Status for PodGroup {
+    type Fields<'a> = PodGroupStatus<'a>;
+    fn status_fields(&mut self) -> PodGroupStatus<'_> {
+        PodGroupStatus { phase: &mut self.phase, condition: &mut self.condition }
+    }
 }
 
 impl Cluster {

@@ -11,6 +11,7 @@ use crate::plugin::Backend;
 use crate::policy::{Policies, Slot};
 use crate::reservation::Reservations;
 use crate::session::{Names, Outcome, Session, StatusOverrides};
+use crate::session_cache::SessionCache;
 use crate::wasm::contract::Snapshot;
 use crate::wasm::{builtin, Runtime, Sandbox, WasmPlugin};
 use anyhow::{anyhow, bail, Result};
@@ -193,6 +194,8 @@ pub struct Scheduler {
     pub notices: Vec<String>,
     /// Reservation targets and locked nodes, carried from cycle to cycle.
     pub reservations: Reservations,
+    /// The last session, for the next one to start from.
+    pub sessions: SessionCache,
 }
 
 impl Scheduler {
@@ -216,6 +219,7 @@ impl Scheduler {
             last_errors: BTreeMap::new(),
             notices: Vec::new(),
             reservations: Reservations::default(),
+            sessions: SessionCache::default(),
         }
     }
 
@@ -391,13 +395,14 @@ impl Scheduler {
         if !self.config.actions.iter().any(|a| a == "elect" || a == "reserve") {
             self.reservations = Reservations::default();
         }
-        let mut ssn = Session::open_with(cluster, policies, overrides, now_ms, seed, &self.reservations);
+        let mut ssn =
+            Session::open_cached(&mut self.sessions, cluster, policies, overrides, now_ms, seed, &self.reservations);
         self.last_snapshot = Some((ssn.snap.clone(), ssn.names.clone()));
         ssn.actions = self.config.actions.clone();
         ssn.action_args = self.config.action_args.clone();
         ssn.nodes_percentage = self.config.nodes_percentage();
         f(&mut ssn);
-        let (outcome, mut policies) = ssn.close();
+        let (outcome, mut policies) = ssn.close_cached(&mut self.sessions);
         self.reservations = outcome.reservations.clone();
         for (name, calls, secs) in policies.take_call_stats() {
             let e = self.stats.plugins.entry(name).or_default();

@@ -6,11 +6,13 @@ use crate::model::{Cluster, PodPhase};
 use crate::policy::Policies;
 use crate::reservation::Reservations;
 use crate::resource::{self, BASE_DIMS, PODS};
+use crate::session_cache::{Basis, Marks, SessionCache};
 use crate::wasm::contract::{
     AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus,
     Toleration,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// A map keyed by names, hashed fast: the snapshot build looks names up
@@ -26,6 +28,10 @@ fn class_hasher() -> impl std::hash::Hasher {
 
 /// The id meaning "none".
 pub const NONE: u32 = u32::MAX;
+
+/// Set once a cluster had a pod requesting a resource that no node, queue or
+/// group names: later builds then scan pods for dimensions up front.
+static PODS_NAME_DIMENSIONS: AtomicBool = AtomicBool::new(false);
 
 /// Display names of the session's objects (kept out of the snapshot).
 #[derive(Clone, Debug, Default)]
@@ -127,7 +133,7 @@ pub struct Extra {
 pub struct Session {
     pub snap: Snapshot,
     pub names: Arc<Names>,
-    pub extra: Extra,
+    pub extra: Arc<Extra>,
     pub d: usize,
     pub policies: Policies,
     /// Every state change, in order; plugins receive the part they have not seen.
@@ -154,11 +160,25 @@ pub struct Session {
     pub scan_start: usize,
     /// Reservation bookkeeping beside the snapshot's lock columns.
     pub locks: crate::reservation::Locks,
+    /// What the next session needs to start from this one.
+    pub(crate) basis: Basis,
+}
+
+/// A session's build without its plugins: what [`Session::build`] makes
+/// from a cluster and [`SessionCache`] makes from the last session.
+pub(crate) struct Parts {
+    pub snap: Snapshot,
+    pub names: Arc<Names>,
+    pub extra: Arc<Extra>,
+    pub d: usize,
+    pub node_index: NameMap<String>,
+    pub queue_index: NameMap<String>,
+    pub basis: Basis,
 }
 
 /// A hash of what plugins may read about a job except its id, name and
 /// times: queue, gang minimums, priority, phase, annotations.
-fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
+pub(crate) fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = class_hasher();
     (queue, g.min_member, &g.min_task_member, &g.priority_class, g.priority, &g.annotations).hash(&mut h);
@@ -172,7 +192,7 @@ fn job_signature(g: &crate::model::PodGroup, queue: u32) -> u64 {
 
 /// The class hash of a pending pod of a job with signature `job` (see
 /// [`Extra::task_class`]).
-fn class_of(p: &crate::model::Pod, req: &[f64], job: u64) -> u64 {
+pub(crate) fn class_of(p: &crate::model::Pod, req: &[f64], job: u64) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = class_hasher();
     job.hash(&mut h);
@@ -209,7 +229,7 @@ impl Interner {
     }
 }
 
-fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
+pub(crate) fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
     match phase {
         _ if deleting && matches!(phase, PodPhase::Running | PodPhase::Pending) => TaskStatus::Releasing,
         PodPhase::Running => TaskStatus::Running,
@@ -218,6 +238,17 @@ fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
         PodPhase::Succeeded => TaskStatus::Succeeded,
         PodPhase::Failed => TaskStatus::Failed,
         PodPhase::Unknown => TaskStatus::Unknown,
+    }
+}
+
+/// A PodGroup phase as the snapshot has it.
+pub(crate) fn job_phase(p: crate::model::Phase) -> JobPhase {
+    match p {
+        crate::model::Phase::Pending => JobPhase::Pending,
+        crate::model::Phase::Inqueue => JobPhase::Inqueue,
+        crate::model::Phase::Running => JobPhase::Running,
+        crate::model::Phase::Unknown => JobPhase::Unknown,
+        crate::model::Phase::Completed => JobPhase::Completed,
     }
 }
 
@@ -239,32 +270,83 @@ impl Session {
         seed: u64,
         reservations: &Reservations,
     ) -> Session {
+        let parts = Self::build(cluster, overrides, now_ms);
+        Self::assemble(parts, policies, seed, reservations)
+    }
+
+    /// [`Session::open_with`], starting from the session `cache` kept when
+    /// the cluster changed only in ways it can follow (see [`SessionCache`]).
+    pub fn open_cached(
+        cache: &mut SessionCache,
+        cluster: &Cluster,
+        policies: Policies,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        seed: u64,
+        reservations: &Reservations,
+    ) -> Session {
+        let parts = match cache.update(cluster, overrides, now_ms) {
+            Some(parts) => parts,
+            None => Self::build(cluster, overrides, now_ms),
+        };
+        Self::assemble(parts, policies, seed, reservations)
+    }
+
+    /// A full build from the cluster.
+    pub(crate) fn build(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64) -> Parts {
         // Pods seldom request a resource that no node, queue or group names,
         // so their requests are not scanned for dimensions up front (a tenth
         // of the build at 100k pods); one that does makes the build start
         // over with every pod scanned.
         // Once a cluster had such a pod, later builds scan pods up front
         // rather than build twice every cycle.
-        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-        static PODS_NAME_DIMENSIONS: AtomicBool = AtomicBool::new(false);
-        let mut policies = Some(policies);
-        let args = (overrides, now_ms, seed, reservations);
-        Self::build(cluster, &mut policies, args, PODS_NAME_DIMENSIONS.load(Relaxed))
+        Self::build_scanning(cluster, overrides, now_ms, PODS_NAME_DIMENSIONS.load(Relaxed))
             .or_else(|| {
                 PODS_NAME_DIMENSIONS.store(true, Relaxed);
-                Self::build(cluster, &mut policies, args, true)
+                Self::build_scanning(cluster, overrides, now_ms, true)
             })
             .expect("with every pod scanned, every dimension is known")
     }
 
-    /// The session, or `None` when a pod requests a dimension the scan (of
+    /// Restores reservations, counts jobs and opens the plugins.
+    fn assemble(parts: Parts, policies: Policies, seed: u64, reservations: &Reservations) -> Session {
+        let Parts { snap, names, extra, d, node_index, queue_index, basis } = parts;
+        let jobs = snap.job_queue.len();
+        let mut s = Session {
+            snap,
+            names,
+            extra,
+            d,
+            policies,
+            events: Vec::new(),
+            decisions: Vec::new(),
+            fit_errors: HashMap::new(),
+            job_reasons: HashMap::new(),
+            job_ready: vec![0; jobs],
+            job_waiting: vec![0; jobs],
+            job_pending_best_effort: vec![0; jobs],
+            node_index,
+            queue_index,
+            actions: Vec::new(),
+            action_args: BTreeMap::new(),
+            rng: seed | 1,
+            nodes_percentage: 0,
+            scan_start: 0,
+            locks: Default::default(),
+            basis,
+        };
+        s.restore_locks(reservations);
+        for t in 0..s.tasks() as u32 {
+            s.count(t, s.snap.task_status[t as usize], 1);
+        }
+        let (snap, names) = (&s.snap, &s.names);
+        s.policies.open(snap, names);
+        s
+    }
+
+    /// The parts, or `None` when a pod requests a dimension the scan (of
     /// pods too, when `scan_pods`) did not find.
-    fn build(
-        cluster: &Cluster,
-        policies: &mut Option<Policies>,
-        (overrides, now_ms, seed, reservations): (&StatusOverrides, i64, u64, &Reservations),
-        scan_pods: bool,
-    ) -> Option<Session> {
+    fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, scan_pods: bool) -> Option<Parts> {
         let mut dims: Vec<String> = BASE_DIMS.iter().map(|s| s.to_string()).collect();
         let mut scalars: BTreeSet<&str> = BTreeSet::new();
         let pods = cluster.pods.iter().filter(|_| scan_pods).map(|p| &p.requests);
@@ -302,6 +384,7 @@ impl Session {
         strings.index.insert(String::new(), 0);
         let mut names = Names::default();
         let mut extra = Extra::default();
+        let mut basis = Basis { pg_job: vec![NONE; cluster.podgroups.len()], ..Default::default() };
         let mut snap = empty_snapshot(dims.clone());
 
         let mut node_index = NameMap::default();
@@ -377,6 +460,7 @@ impl Session {
             let j = snap.job_queue.len() as u32;
             job_sig.push(job_signature(g, q));
             job_of.insert((g.namespace.as_str(), g.name.as_str()), j);
+            basis.pg_job[gi] = j;
             names.jobs.push(g.key());
             extra.job_pg.push(gi);
             snap.job_queue.push(q);
@@ -394,13 +478,7 @@ impl Session {
             extra.job_roles.push(roles);
             let prio = g.priority.or_else(|| cluster.class_priority(g.priority_class.as_deref())).unwrap_or(0);
             snap.job_priority.push(prio);
-            snap.job_phase.push(match g.phase {
-                crate::model::Phase::Pending => JobPhase::Pending,
-                crate::model::Phase::Inqueue => JobPhase::Inqueue,
-                crate::model::Phase::Running => JobPhase::Running,
-                crate::model::Phase::Unknown => JobPhase::Unknown,
-                crate::model::Phase::Completed => JobPhase::Completed,
-            });
+            snap.job_phase.push(job_phase(g.phase));
             snap.job_created_ms.push(g.created);
             for (k, v) in &g.annotations {
                 snap.job_annotations.push(Label { owner: j, key: strings.id(k), value: strings.id(v) });
@@ -426,8 +504,16 @@ impl Session {
             if node != NONE {
                 add_to_node(&mut snap, d, node, &req, status, 1.0);
             }
-            let Some(j) = job else { continue };
+            let Some(j) = job else {
+                basis.pod_task.push(NONE);
+                basis.pod_node.push(node);
+                basis.pod_status.push(status);
+                continue;
+            };
             let t = snap.task_job.len() as u32;
+            basis.pod_task.push(t);
+            basis.pod_node.push(NONE);
+            basis.pod_status.push(status);
             names.tasks.push(p.key());
             extra.task_pod.push(pi);
             extra.task_best_effort.push(resource::is_empty(&req));
@@ -488,38 +574,12 @@ impl Session {
         }
         snap.strings = strings.strings;
         snap.now_ms = now_ms;
-
-        let jobs = snap.job_queue.len();
+        basis.marks = Marks::of(cluster);
+        basis.classes = cluster.priority_classes.clone();
+        basis.job_sig = job_sig;
+        basis.overrides = !overrides.is_empty();
         let names = Arc::new(names);
-        let mut s = Session {
-            snap,
-            names,
-            extra,
-            d,
-            policies: policies.take()?,
-            events: Vec::new(),
-            decisions: Vec::new(),
-            fit_errors: HashMap::new(),
-            job_reasons: HashMap::new(),
-            job_ready: vec![0; jobs],
-            job_waiting: vec![0; jobs],
-            job_pending_best_effort: vec![0; jobs],
-            node_index,
-            queue_index,
-            actions: Vec::new(),
-            action_args: BTreeMap::new(),
-            rng: seed | 1,
-            nodes_percentage: 0,
-            scan_start: 0,
-            locks: Default::default(),
-        };
-        s.restore_locks(reservations);
-        for t in 0..s.tasks() as u32 {
-            s.count(t, s.snap.task_status[t as usize], 1);
-        }
-        let (snap, names) = (&s.snap, &s.names);
-        s.policies.open(snap, names);
-        Some(s)
+        Some(Parts { snap, names, extra: Arc::new(extra), d, node_index, queue_index, basis })
     }
 
     pub fn nodes(&self) -> usize {
@@ -610,6 +670,7 @@ impl Session {
         let old = self.snap.task_status[t as usize];
         let old_node = self.snap.task_node[t as usize];
         let req = self.req(t).to_vec();
+        self.basis.touched.push(t);
         self.count(t, old, -1);
         if old_node != NONE {
             add_to_node(&mut self.snap, self.d, old_node, &req, old, -1.0);
@@ -680,7 +741,19 @@ impl Session {
     }
 
     /// Closes the plugins' sessions; returns the policies for the next cycle.
-    pub fn close(mut self) -> (Outcome, Policies) {
+    pub fn close(self) -> (Outcome, Policies) {
+        let (out, policies, _) = self.finish();
+        (out, policies)
+    }
+
+    /// [`Session::close`], keeping the session in `cache` for the next one.
+    pub fn close_cached(self, cache: &mut SessionCache) -> (Outcome, Policies) {
+        let (out, policies, kept) = self.finish();
+        cache.keep(kept);
+        (out, policies)
+    }
+
+    fn finish(mut self) -> (Outcome, Policies, Parts) {
         let conditions = (0..self.jobs() as u32).map(|j| self.condition(j)).collect();
         let reservations = self.save_locks();
         let reservation_status = self.reservation_status();
@@ -688,6 +761,8 @@ impl Session {
         let queue_status = self.policies.queue_status(&self.events, &queues, self.d);
         let events = std::mem::take(&mut self.events);
         self.policies.close(&events);
+        self.basis.touched.sort_unstable();
+        self.basis.touched.dedup();
         let outcome = Outcome {
             decisions: self.decisions,
             pipelined: (0..self.snap.task_job.len() as u32)
@@ -698,8 +773,8 @@ impl Session {
             fit_errors: self.fit_errors,
             job_reasons: self.job_reasons,
             faults: std::mem::take(&mut self.policies.faults),
-            names: self.names,
-            extra: self.extra,
+            names: self.names.clone(),
+            extra: self.extra.clone(),
             dims: self.snap.dims.clone(),
             task_job: self.snap.task_job.clone(),
             conditions,
@@ -708,7 +783,16 @@ impl Session {
             reservations,
             reservation_status,
         };
-        (outcome, self.policies)
+        let kept = Parts {
+            snap: self.snap,
+            names: self.names,
+            extra: self.extra,
+            d: self.d,
+            node_index: self.node_index,
+            queue_index: self.queue_index,
+            basis: self.basis,
+        };
+        (outcome, self.policies, kept)
     }
 }
 
@@ -722,7 +806,7 @@ pub struct Outcome {
     pub job_reasons: HashMap<u32, String>,
     pub faults: Vec<crate::policy::Fault>,
     pub names: Arc<Names>,
-    pub extra: Extra,
+    pub extra: Arc<Extra>,
     pub dims: Vec<String>,
     pub task_job: Vec<u32>,
     /// Per job, the PodGroup condition to write (None: no tasks yet).
@@ -737,7 +821,7 @@ pub struct Outcome {
     pub reservation_status: Vec<crate::reservation::QueueReservation>,
 }
 
-fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: TaskStatus, sign: f64) {
+pub(crate) fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: TaskStatus, sign: f64) {
     let (used, releasing, pipelined) = node_share(status);
     let range = node as usize * d..(node as usize + 1) * d;
     if used {

@@ -105,29 +105,35 @@ impl Simulation {
                 }
             }
         }
-        c.pods.extend(created);
-        let mut groups = Vec::new();
-        for p in c.pods.iter_mut() {
-            if p.group.is_none() && SCHEDULER_NAMES.contains(&p.scheduler_name.as_str()) {
-                let name = format!("podgroup-{}", p.name);
-                p.group = Some(name.clone());
-                groups.push(PodGroup {
-                    namespace: p.namespace.clone(),
-                    name,
-                    queue: p
-                        .annotations
-                        .get("scheduling.volcano.sh/queue-name")
-                        .cloned()
-                        .unwrap_or_else(|| "default".into()),
-                    min_member: 1,
-                    min_resources: Some(p.requests.clone()),
-                    priority_class: p.priority_class.clone(),
-                    created: p.created,
-                    ..Default::default()
-                });
-            }
+        if !created.is_empty() {
+            c.pods.extend(created);
         }
-        c.podgroups.extend(groups);
+        let mut groups = Vec::new();
+        let orphan = |p: &Pod| p.group.is_none() && SCHEDULER_NAMES.contains(&p.scheduler_name.as_str());
+        // Mutable access counts as a whole change of the pods: only when needed.
+        let orphans: Vec<usize> = (0..c.pods.len()).filter(|&i| orphan(&c.pods[i])).collect();
+        for i in orphans {
+            let p = &mut c.pods[i];
+            let name = format!("podgroup-{}", p.name);
+            p.group = Some(name.clone());
+            groups.push(PodGroup {
+                namespace: p.namespace.clone(),
+                name,
+                queue: p
+                    .annotations
+                    .get("scheduling.volcano.sh/queue-name")
+                    .cloned()
+                    .unwrap_or_else(|| "default".into()),
+                min_member: 1,
+                min_resources: Some(p.requests.clone()),
+                priority_class: p.priority_class.clone(),
+                created: p.created,
+                ..Default::default()
+            });
+        }
+        if !groups.is_empty() {
+            c.podgroups.extend(groups);
+        }
         // Admission resolves pod priority from its class, as the API server does.
         for i in 0..c.pods.len() {
             if c.pods[i].priority.is_none() {
@@ -144,22 +150,24 @@ impl Simulation {
     fn kubelet(&mut self, r: &mut CycleReport) {
         let now = self.time;
         let mut gone = Vec::new();
-        for p in self.cluster.pods.iter_mut() {
+        for i in 0..self.cluster.pods.len() {
+            let p = &self.cluster.pods[i];
             if p.deleting {
                 gone.push(p.key());
                 continue;
             }
             if p.node.is_some() && p.phase == PodPhase::Pending {
-                p.phase = PodPhase::Running;
-                p.started = Some((now * 1000.0) as i64);
                 self.started.insert(p.key(), now);
                 r.started.push(p.key());
+                let p = self.cluster.pods.status_mut(i);
+                *p.phase = PodPhase::Running;
+                *p.started = Some((now * 1000.0) as i64);
             } else if p.phase == PodPhase::Running {
                 let dur = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok());
                 let start = *self.started.entry(p.key()).or_insert(now);
                 if dur.is_some_and(|d| now - start >= d - 1e-9) {
-                    p.phase = PodPhase::Succeeded;
                     r.completed.push(p.key());
+                    *self.cluster.pods.status_mut(i).phase = PodPhase::Succeeded;
                 }
             }
         }
@@ -167,7 +175,9 @@ impl Simulation {
         // controller restarts them); others are simply deleted.
         let templates: HashMap<String, Pod> =
             self.cluster.podgroups.iter().flat_map(|g| g.job_templates.iter().map(|t| (t.key(), t.clone()))).collect();
-        self.cluster.pods.retain(|p| !gone.contains(&p.key()));
+        if !gone.is_empty() {
+            self.cluster.pods.retain(|p| !gone.contains(&p.key()));
+        }
         for key in gone {
             if let Some(t) = templates.get(&key) {
                 let fresh = Pod {
@@ -190,18 +200,18 @@ impl Simulation {
         for d in &out.decisions {
             match d {
                 Decision::Bind { task, node } => {
-                    let pod = &mut self.cluster.pods[out.extra.task_pod[*task as usize]];
-                    pod.node = Some(names.nodes[*node as usize].clone());
-                    pod.nominated_node = None;
+                    let pod = self.cluster.pods.status_mut(out.extra.task_pod[*task as usize]);
+                    *pod.node = Some(names.nodes[*node as usize].clone());
+                    *pod.nominated_node = None;
                     r.binds.push((names.tasks[*task as usize].clone(), names.nodes[*node as usize].clone()));
                 }
                 Decision::Nominate { task, node } => {
-                    let pod = &mut self.cluster.pods[out.extra.task_pod[*task as usize]];
-                    pod.nominated_node = Some(names.nodes[*node as usize].clone());
+                    let pod = self.cluster.pods.status_mut(out.extra.task_pod[*task as usize]);
+                    *pod.nominated_node = Some(names.nodes[*node as usize].clone());
                 }
                 Decision::Evict { task, reason } => {
-                    let pod = &mut self.cluster.pods[out.extra.task_pod[*task as usize]];
-                    pod.deleting = true;
+                    let pod = self.cluster.pods.status_mut(out.extra.task_pod[*task as usize]);
+                    *pod.deleting = true;
                     r.evictions.push((
                         names.tasks[*task as usize].clone(),
                         pod.node.clone().unwrap_or_default(),
@@ -215,16 +225,23 @@ impl Simulation {
         }
         for (j, &pg) in out.extra.job_pg.iter().enumerate() {
             let phase = out.job_phase[j];
-            let g = &mut self.cluster.podgroups[pg];
-            if out.conditions[j].is_some() {
-                g.condition = out.conditions[j].clone();
+            let admitted = self.cluster.podgroups[pg].phase == Phase::Pending && phase == JobPhase::Inqueue;
+            if admitted {
+                r.admitted.push(self.cluster.podgroups[pg].key());
             }
-            if g.phase == Phase::Pending && phase == JobPhase::Inqueue {
-                r.admitted.push(g.key());
-                g.phase = Phase::Inqueue;
+            if out.conditions[j].is_none() && !admitted {
+                continue;
+            }
+            let g = self.cluster.podgroups.status_mut(pg);
+            if out.conditions[j].is_some() {
+                *g.condition = out.conditions[j].clone();
+            }
+            if admitted {
+                *g.phase = Phase::Inqueue;
             }
         }
-        for g in self.cluster.podgroups.iter_mut() {
+        for gi in 0..self.cluster.podgroups.len() {
+            let g = &self.cluster.podgroups[gi];
             let pods: Vec<&Pod> = self
                 .cluster
                 .pods
@@ -243,8 +260,8 @@ impl Simulation {
                 g.phase
             };
             if new != g.phase {
-                g.phase = new;
                 r.phases.push((g.key(), format!("{new:?}")));
+                *self.cluster.podgroups.status_mut(gi).phase = new;
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The `tephra` command end to end: the embedded demo, example manifests,
-//! JSON output, and one-line errors for bad input.
+//! JSON output, one-line errors for bad input, and sessions kept between cycles.
 
 use std::path::Path;
 use std::process::Command;
@@ -187,4 +187,26 @@ fn nodegroup_case2() {
     assert!(waiting.contains("nodegroup \"public\""), "a free public node is refused: {waiting}");
     let after = out.split("completed  ai/tts-long-w-1").nth(1).expect("tts-long completes");
     assert!(after.contains("bind       ai/tts-more-w-0 → private-"), "{after}");
+}
+
+/// Cycles in which only statuses changed start from the last session (and,
+/// in this debug build, each such session is checked against a full build
+/// of the same cluster); arrivals make full builds.
+#[test]
+fn demo_sessions_start_from_the_last_one() {
+    use tephra::{config::SchedulerConfig, manifest, scheduler::Library, scheduler::Scheduler, simulate};
+    let read = |f: &str| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(f)).unwrap();
+    let objects = manifest::parse(&read("examples/demo/cluster.yaml"), "demo").unwrap();
+    let config = SchedulerConfig::parse(&read("examples/scheduler.yaml"), "config").unwrap();
+    let lib = Library::load(None).unwrap();
+    let options = simulate::Options { max_cycles: 30, period: 1.0 };
+    let mut sim = simulate::Simulation::new(objects, Scheduler::new(config, &lib), options);
+    let mut binds = 0;
+    for _ in 0..30 {
+        binds += sim.step().binds.len();
+    }
+    let opens = sim.scheduler.sessions.opens;
+    assert!(binds > 0);
+    assert!(opens.full >= 1 && opens.updated >= 10, "{opens:?}");
+    assert_eq!(opens.full + opens.updated, 30);
 }

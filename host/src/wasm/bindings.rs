@@ -4,4 +4,6 @@
 wasmtime::component::bindgen!({
     world: "plugin",
     path: "../wit",
+    // Snapshots built two ways are compared in tests.
+    additional_derives: [PartialEq],
 });

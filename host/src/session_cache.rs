@@ -1,0 +1,327 @@
+//! The last session, kept so the next one starts from it. Most cycles change
+//! a cluster only in pods' and PodGroups' statuses (binds, starts, phase
+//! updates), which [`Tracked`](crate::tracked::Tracked) lists; the next
+//! session then settles the tasks that moved instead of rebuilding every
+//! column, name and class from the cluster. Anything else (an object added,
+//! removed or respecified, a priority class, status overrides) means a full
+//! build.
+
+use crate::model::{Cluster, PriorityClass};
+use crate::resource::PODS;
+use crate::session::{
+    add_to_node, class_of, job_phase, job_signature, task_status, Parts, Session, StatusOverrides, NONE,
+};
+use crate::tracked::{Changes, Mark};
+use crate::wasm::contract::TaskStatus;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Keeps the last closed session for [`Session::open_cached`].
+#[derive(Default)]
+pub struct SessionCache {
+    kept: Option<Parts>,
+    /// How sessions were opened.
+    pub opens: Opens,
+}
+
+/// Session opens by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Opens {
+    /// Built from the cluster.
+    pub full: u64,
+    /// Updated from the last session.
+    pub updated: u64,
+}
+
+/// Where a session's cluster stood: nodes, queues, PodGroups, pods.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Marks([Option<Mark>; 4]);
+
+impl Marks {
+    pub fn of(c: &Cluster) -> Marks {
+        Marks([Some(c.nodes.mark()), Some(c.queues.mark()), Some(c.podgroups.mark()), Some(c.pods.mark())])
+    }
+}
+
+/// What a session needs beyond its snapshot to become the next one.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Basis {
+    pub marks: Marks,
+    pub classes: BTreeMap<String, PriorityClass>,
+    /// Whether status overrides applied (a scenario's session: never kept).
+    pub overrides: bool,
+    /// Per job, [`job_signature`].
+    pub job_sig: Vec<u64>,
+    /// Per PodGroup, its job (`NONE`: its queue does not exist).
+    pub pg_job: Vec<u32>,
+    /// Per pod, its task (`NONE`: not a task).
+    pub pod_task: Vec<u32>,
+    /// Per pod that is not a task, the node and status its usage counts on.
+    pub pod_node: Vec<u32>,
+    pub pod_status: Vec<TaskStatus>,
+    /// Tasks the session moved.
+    pub touched: Vec<u32>,
+}
+
+impl SessionCache {
+    pub(crate) fn keep(&mut self, parts: Parts) {
+        self.kept = (!parts.basis.overrides).then_some(parts);
+    }
+
+    /// The kept session brought up to `cluster`, or `None` when it needs a
+    /// full build. Either way the kept session is used up.
+    pub(crate) fn update(&mut self, cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64) -> Option<Parts> {
+        let kept = self.kept.take();
+        let parts = kept.and_then(|k| settle(k, cluster, overrides, now_ms));
+        match parts {
+            Some(p) => {
+                self.opens.updated += 1;
+                debug_assert_full_build_agrees(&p, cluster, now_ms);
+                Some(p)
+            }
+            None => {
+                self.opens.full += 1;
+                None
+            }
+        }
+    }
+}
+
+/// Brings `k` up to `cluster` when only statuses changed. Requests are spec,
+/// so the kept dimensions still cover every pod.
+fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -> Option<Parts> {
+    let b = &k.basis;
+    let [nodes, queues, groups, pods] = b.marks.0;
+    let unchanged = |ch: Changes| ch == Changes::Status(Vec::new());
+    if !overrides.is_empty()
+        || b.classes != c.priority_classes
+        || !unchanged(c.nodes.changes_since(nodes?))
+        || !unchanged(c.queues.changes_since(queues?))
+    {
+        return None;
+    }
+    let Changes::Status(changed_groups) = c.podgroups.changes_since(groups?) else { return None };
+    let Changes::Status(changed_pods) = c.pods.changes_since(pods?) else { return None };
+
+    let snap = &mut k.snap;
+    let extra = Arc::make_mut(&mut k.extra);
+    let basis = &mut k.basis;
+    let d = k.d;
+    // Phases as the PodGroups have them (the last session admitted some);
+    // a group whose phase moved changes its pending tasks' classes.
+    let mut reclass = vec![false; snap.job_queue.len()];
+    for (j, &g) in extra.job_pg.iter().enumerate() {
+        snap.job_phase[j] = job_phase(c.podgroups[g].phase);
+    }
+    for g in changed_groups {
+        let j = basis.pg_job[g];
+        if j != NONE {
+            let sig = job_signature(&c.podgroups[g], snap.job_queue[j as usize]);
+            reclass[j as usize] = sig != basis.job_sig[j as usize];
+            basis.job_sig[j as usize] = sig;
+        }
+    }
+    let node_of = |n: &Option<String>| n.as_ref().and_then(|n| k.node_index.get(n).copied()).unwrap_or(NONE);
+
+    // Pods that are not tasks count on their nodes only.
+    let mut settle_tasks = std::mem::take(&mut basis.touched);
+    let mut req = vec![0.0; d];
+    for &i in &changed_pods {
+        let t = basis.pod_task[i];
+        if t != NONE {
+            settle_tasks.push(t);
+            continue;
+        }
+        let p = &c.pods[i];
+        let (node, status) = (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
+        let (old_node, old_status) = (basis.pod_node[i], basis.pod_status[i]);
+        if (node, status) != (old_node, old_status) {
+            req.iter_mut().for_each(|v| *v = 0.0);
+            for (name, v) in &p.requests {
+                req[snap.dims.iter().position(|d| d == name)?] = *v;
+            }
+            req[PODS] += 1.0;
+            if old_node != NONE {
+                add_to_node(snap, d, old_node, &req, old_status, -1.0);
+            }
+            if node != NONE {
+                add_to_node(snap, d, node, &req, status, 1.0);
+            }
+            (basis.pod_node[i], basis.pod_status[i]) = (node, status);
+        }
+    }
+    for (j, _) in reclass.iter().enumerate().filter(|(_, &r)| r) {
+        settle_tasks.extend(&extra.job_tasks[j]);
+    }
+    settle_tasks.sort_unstable();
+    settle_tasks.dedup();
+
+    for t in settle_tasks {
+        let ti = t as usize;
+        let p = &c.pods[extra.task_pod[ti]];
+        let (node, status) = (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
+        let (old_node, old_status) = (snap.task_node[ti], snap.task_status[ti]);
+        if (node, status) != (old_node, old_status) {
+            req.copy_from_slice(&snap.task_resreq[ti * d..(ti + 1) * d]);
+            if old_node != NONE {
+                add_to_node(snap, d, old_node, &req, old_status, -1.0);
+            }
+            if node != NONE {
+                add_to_node(snap, d, node, &req, status, 1.0);
+            }
+            snap.task_node[ti] = node;
+            snap.task_status[ti] = status;
+        }
+        snap.task_started_ms[ti] = p.started.unwrap_or(0);
+        extra.task_nominated[ti] = node_of(&p.nominated_node);
+        let j = snap.task_job[ti] as usize;
+        extra.task_class[ti] = match status {
+            TaskStatus::Pending if extra.task_class[ti] == 0 || reclass[j] => {
+                class_of(p, &snap.task_resreq[ti * d..(ti + 1) * d], basis.job_sig[j])
+            }
+            TaskStatus::Pending => extra.task_class[ti],
+            _ => 0,
+        };
+    }
+    snap.now_ms = now_ms;
+    // Restored from the reservations when the session is assembled.
+    snap.reservation_targets.clear();
+    snap.node_locked_job.clear();
+    snap.node_locked_queue.clear();
+    basis.marks = Marks::of(c);
+    Some(k)
+}
+
+/// In debug builds (every test), an updated session must equal a full build.
+fn debug_assert_full_build_agrees(p: &Parts, c: &Cluster, now_ms: i64) {
+    if cfg!(debug_assertions) {
+        let full = Session::build(c, &StatusOverrides::default(), now_ms);
+        assert!(
+            p.snap == full.snap,
+            "an updated session differs from a full build: {}",
+            first_difference(&p.snap, &full.snap)
+        );
+        assert_eq!(p.names.tasks, full.names.tasks);
+        let (a, b) = (&p.extra, &full.extra);
+        assert_eq!(a.task_pod, b.task_pod);
+        assert_eq!(a.task_nominated, b.task_nominated);
+        assert_eq!(a.task_class, b.task_class);
+        assert_eq!(a.job_tasks, b.job_tasks);
+    }
+}
+
+fn first_difference(a: &crate::wasm::contract::Snapshot, b: &crate::wasm::contract::Snapshot) -> String {
+    let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+    let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let around =
+        |s: &str| String::from_utf8_lossy(&s.as_bytes()[at.saturating_sub(120)..(at + 80).min(s.len())]).into_owned();
+    format!("updated …{}… full …{}…", around(&a), around(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Phase, PodPhase};
+    use crate::policy::Policies;
+    use crate::session::Decision;
+    use crate::synthetic::{generate, Spec};
+
+    fn cycle(cache: &mut SessionCache, c: &Cluster, now_ms: i64) -> crate::session::Outcome {
+        let none = StatusOverrides::default();
+        let policies = Policies::new(Vec::new(), true);
+        let mut ssn = Session::open_cached(cache, c, policies, &none, now_ms, 1, &Default::default());
+        (crate::actions::by_name("allocate").unwrap())(&mut ssn);
+        ssn.close_cached(cache).0
+    }
+
+    /// The parts an update makes, and a full build of the same cluster.
+    fn both(cache: &mut SessionCache, c: &Cluster) -> (Parts, Parts) {
+        let none = StatusOverrides::default();
+        let updated = cache.update(c, &none, 5).expect("an update");
+        (updated, Session::build(c, &none, 5))
+    }
+
+    /// Binds, starts, completions, evictions, nominations and phase changes,
+    /// on tasks and on pods that are not tasks, settle into the same session
+    /// a full build makes; anything else is a full build.
+    #[test]
+    fn status_changes_update_the_kept_session_like_a_full_build() {
+        let spec = Spec { nodes: 40, pending_pods: 400, running_pods: 200, queues: 3, node_groups: 2, seed: 11 };
+        let mut c = generate(&spec);
+        // Another scheduler's pod, which only takes room on its node.
+        let mut other = c.pods[0].clone();
+        other.name = "not-ours".into();
+        other.group = None;
+        other.node = Some(c.nodes[1].name.clone());
+        other.phase = PodPhase::Running;
+        c.pods.push(other);
+        let mut cache = SessionCache::default();
+        let out = cycle(&mut cache, &c, 0);
+        assert_eq!(cache.opens, Opens { full: 1, updated: 0 });
+        let binds: Vec<(usize, String)> = out
+            .decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Bind { task, node } => {
+                    Some((out.extra.task_pod[*task as usize], out.names.nodes[*node as usize].clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(binds.len() > 100, "the first cycle placed {}", binds.len());
+        drop(out);
+        // Half the binds happen, and the kubelet starts some of those.
+        for (k, (pod, node)) in binds.iter().enumerate().filter(|(k, _)| k % 2 == 0) {
+            let p = c.pods.status_mut(*pod);
+            *p.node = Some(node.clone());
+            if k % 4 == 0 {
+                *p.phase = PodPhase::Running;
+                *p.started = Some(1234);
+            }
+        }
+        let running: Vec<usize> =
+            (0..c.pods.len()).filter(|&i| c.pods[i].phase == PodPhase::Running && c.pods[i].group.is_some()).collect();
+        *c.pods.status_mut(running[0]).phase = PodPhase::Succeeded;
+        *c.pods.status_mut(running[1]).deleting = true;
+        *c.pods.status_mut(running[2]).node = None;
+        *c.pods.status_mut(running[2]).phase = PodPhase::Pending;
+        // Placed last cycle, but its bind did not happen: pending again, with its class.
+        let pending = binds[1].0;
+        *c.pods.status_mut(pending).nominated_node = Some(c.nodes[3].name.clone());
+        let last = c.pods.len() - 1;
+        *c.pods.status_mut(last).node = Some(c.nodes[2].name.clone());
+        // A group with pending tasks changes phase: their classes change.
+        let p = &c.pods[pending];
+        let g =
+            c.podgroups.iter().position(|g| g.namespace == p.namespace && Some(&g.name) == p.group.as_ref()).unwrap();
+        let phase = if c.podgroups[g].phase == Phase::Pending { Phase::Inqueue } else { Phase::Pending };
+        *c.podgroups.status_mut(g).phase = phase;
+
+        let (updated, full) = both(&mut cache, &c);
+        assert!(updated.snap == full.snap, "{}", first_difference(&updated.snap, &full.snap));
+        assert_eq!(updated.extra.task_class, full.extra.task_class);
+        assert_eq!(updated.extra.task_nominated, full.extra.task_nominated);
+        assert_eq!(updated.basis.pod_node, full.basis.pod_node);
+        assert_eq!(updated.basis.job_sig, full.basis.job_sig);
+        assert_eq!(cache.opens, Opens { full: 1, updated: 1 });
+
+        // A session after an update is kept like any other.
+        cache.keep(updated);
+        let out = cycle(&mut cache, &c, 10);
+        assert_eq!(cache.opens.updated, 2);
+        drop(out);
+        // An added pod is a whole change.
+        let extra = c.pods[0].clone();
+        c.pods.push(extra);
+        cycle(&mut cache, &c, 20);
+        assert_eq!(cache.opens, Opens { full: 2, updated: 2 });
+        // So is a changed spec, through any mutable access.
+        c.pods[0].priority = Some(7);
+        cycle(&mut cache, &c, 30);
+        assert_eq!(cache.opens, Opens { full: 3, updated: 2 });
+        // And another copy of the cluster.
+        let copy = c.clone();
+        cycle(&mut cache, &copy, 40);
+        assert_eq!(cache.opens, Opens { full: 4, updated: 2 });
+    }
+}
