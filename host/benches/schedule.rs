@@ -57,6 +57,8 @@ fn policies(config: &SchedulerConfig, lib: Option<&Library>) -> Policies {
 struct Run {
     cycles: Vec<Duration>,
     opens: Vec<Duration>,
+    /// Opens of sessions on a cluster that did not change since the last one.
+    idle_opens: Vec<Duration>,
     actions: BTreeMap<String, Duration>,
     /// Seconds inside each plugin's calls, and the number of calls.
     plugins: BTreeMap<String, (f64, u64)>,
@@ -113,6 +115,13 @@ fn run(cluster: &Cluster, config: &SchedulerConfig, lib: Option<&Library>) -> Ru
         }
         r.placing += *r.cycles.last().unwrap();
     }
+    // A quiet cluster: what every cycle costs when nothing moves.
+    for cycle in 0..3 {
+        let start = Instant::now();
+        let ssn = Session::open_cached(&mut cache, &c, pol, &none, 20_000 + cycle, 7, &Default::default());
+        r.idle_opens.push(start.elapsed());
+        pol = ssn.close_cached(&mut cache).1;
+    }
     r
 }
 
@@ -167,7 +176,7 @@ fn main() {
             }
             let r = run(&cluster, &config, l);
             totals.push(r.placing.as_secs_f64());
-            later_opens.push((label, r.opens[1..].to_vec()));
+            later_opens.push((label, r.opens[1..].to_vec(), r.idle_opens.clone()));
             let acts: Vec<String> = r.actions.iter().map(|(a, d)| format!("{a} {:.2}", d.as_secs_f64())).collect();
             let mut plugs: Vec<(&String, &(f64, u64))> = r.plugins.iter().collect();
             plugs.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
@@ -186,11 +195,13 @@ fn main() {
                 plugs.join(", ")
             );
         }
-        for (label, opens) in &later_opens {
-            let ms: Vec<String> = opens.iter().map(|d| format!("{:.1}", d.as_secs_f64() * 1e3)).collect();
+        for (label, opens, idle) in &later_opens {
+            let ms = |v: &[Duration]| v.iter().map(|d| format!("{:.1}", d.as_secs_f64() * 1e3)).collect::<Vec<_>>();
             println!(
-                "{label}: first session open (full build) above; later opens (from the last session) {} ms",
-                ms.join(", ")
+                "{label}: session open: first (full build) in the table; later, from the last session: {} ms; \
+                 then with nothing changed: {} ms",
+                ms(opens).join(", "),
+                ms(idle).join(", ")
             );
         }
         if let [wasm, native] = totals[..] {

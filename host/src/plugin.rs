@@ -4,7 +4,7 @@
 
 use crate::session::Names;
 use crate::wasm::contract::{Event, ExtensionPoint};
-use crate::wasm::contract::{Fit, LockOwner, PluginInfo, QueueFigures, Snapshot, Victims, Vote};
+use crate::wasm::contract::{Fit, LockOwner, PluginInfo, QueueFigures, Snapshot, SnapshotDelta, Victims, Vote};
 use std::sync::Arc;
 
 /// One extension-point call with its arguments.
@@ -87,6 +87,19 @@ pub trait Backend: Send {
     /// Where the plugin came from (file path or `built-in`).
     fn origin(&self) -> &str;
     fn open_session(&mut self, snap: &Snapshot, names: &Arc<Names>, args: &[(String, String)]) -> Result<(), String>;
+    /// Opens a session from the last one this backend closed, brought up to
+    /// date by `delta`; `Ok(false)` when it did not keep that session (the
+    /// caller then opens with the whole snapshot). The caller makes sure the
+    /// last session is the one `delta` starts from.
+    fn update_session(
+        &mut self,
+        delta: &SnapshotDelta,
+        names: &Arc<Names>,
+        args: &[(String, String)],
+    ) -> Result<bool, String> {
+        let _ = (delta, names, args);
+        Ok(false)
+    }
     fn close_session(&mut self) -> Result<(), String>;
     fn on_events(&mut self, events: &[Event]) -> Result<(), String>;
     fn call(&mut self, call: Call<'_>) -> Result<Answer, String>;

@@ -8,7 +8,7 @@
 use crate::config::PluginConf;
 use crate::plugin::{Answer, Backend, Call};
 use crate::session::Names;
-use crate::wasm::contract::{Event, ExtensionPoint as P, LockOwner, Snapshot, Vote};
+use crate::wasm::contract::{Event, ExtensionPoint as P, LockOwner, Snapshot, SnapshotDelta, Vote};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -64,13 +64,19 @@ pub struct Slot {
     down: bool,
     calls: u64,
     busy: std::time::Duration,
+    /// The session whose final state the backend keeps: it received every
+    /// event of it and closed it without fault.
+    holds: Option<u64>,
+    /// Sessions opened from a delta.
+    updates: u64,
 }
 
 impl Slot {
     pub fn new(conf: PluginConf, backend: Box<dyn Backend>) -> Self {
         let points = backend.info().points.to_vec();
         let name = conf.name.as_str().into();
-        Slot { conf, backend, name, points, delivered: 0, down: false, calls: 0, busy: Default::default() }
+        let busy = Default::default();
+        Slot { conf, backend, name, points, delivered: 0, down: false, calls: 0, busy, holds: None, updates: 0 }
     }
 
     /// Whether this plugin is asked about `point`: it implements it, its
@@ -125,6 +131,11 @@ impl Policies {
         slot.answers(point, self.unset_is_on)
     }
 
+    /// Per plugin, how many sessions it opened from a delta.
+    pub fn update_counts(&self) -> Vec<(String, u64)> {
+        self.tiers.iter().flatten().map(|s| (s.conf.name.clone(), s.updates)).collect()
+    }
+
     /// Whether any plugin answers `point`.
     pub fn any(&self, point: P) -> bool {
         self.tiers.iter().flatten().any(|s| self.enabled(s, point))
@@ -147,6 +158,12 @@ impl Policies {
     /// session's opening time); a plugin that fails to open sits the session
     /// out.
     pub fn open(&mut self, snap: &Snapshot, names: &Arc<Names>) {
+        self.open_from(snap, names, None)
+    }
+
+    /// [`Policies::open`]; a plugin that keeps session `base` (see
+    /// [`Policies::close_as`]) gets only `delta`, the others the snapshot.
+    pub fn open_from(&mut self, snap: &Snapshot, names: &Arc<Names>, delta: Option<(u64, &SnapshotDelta)>) {
         self.faults.clear();
         let mut slots: Vec<&mut Slot> = self.tiers.iter_mut().flatten().collect();
         let half = slots.len() / 2;
@@ -157,7 +174,17 @@ impl Policies {
                 slot.delivered = 0;
                 slot.down = false;
                 let started = std::time::Instant::now();
-                let r = slot.backend.open_session(snap, names, &slot.conf.plugin_arguments());
+                let args = slot.conf.plugin_arguments();
+                let r = match delta {
+                    Some((base, d)) if slot.holds == Some(base) => slot.backend.update_session(d, names, &args),
+                    _ => Ok(false),
+                };
+                slot.holds = None;
+                slot.updates += u64::from(r == Ok(true));
+                let r = match r {
+                    Ok(false) => slot.backend.open_session(snap, names, &args),
+                    other => other.map(|_| ()),
+                };
                 slot.busy += started.elapsed();
                 if let Err(e) = r {
                     Self::fail_session(&mut faults, slot, "open-session", format!("open-session failed: {e}"));
@@ -191,9 +218,19 @@ impl Policies {
     /// Closes the session in every plugin; one that faulted in it starts the
     /// next session afresh (its backend discards what it kept).
     pub fn close(&mut self, events: &[Event]) {
+        self.close_as(events, None)
+    }
+
+    /// [`Policies::close`] of session `id`: every plugin receives the events
+    /// it has not seen, so that it ends in the session's final state and the
+    /// next session can start from it.
+    pub fn close_as(&mut self, events: &[Event], id: Option<u64>) {
         for slot in self.tiers.iter_mut().flatten() {
-            if !slot.down && slot.points.contains(&P::Events) && slot.delivered < events.len() {
-                if let Err(e) = slot.backend.on_events(&events[slot.delivered..]) {
+            let wants = slot.points.contains(&P::Events) || id.is_some();
+            if !slot.down && wants && slot.delivered < events.len() {
+                let r = slot.backend.on_events(&events[slot.delivered..]);
+                slot.delivered = events.len();
+                if let Err(e) = r {
                     Self::fail(&mut self.faults, slot, P::Events, e);
                 }
             }
@@ -206,6 +243,7 @@ impl Policies {
             if slot.down {
                 slot.backend.discard();
             }
+            slot.holds = id.filter(|_| !slot.down && slot.delivered == events.len());
         }
     }
 
@@ -637,7 +675,7 @@ mod tests {
         script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static,
     ) -> (Slot, Discards) {
         let info =
-            PluginInfo { name: name.into(), version: "t".into(), contract: "0.2.0".into(), points: points.to_vec() };
+            PluginInfo { name: name.into(), version: "t".into(), contract: "0.3.0".into(), points: points.to_vec() };
         let discarded = Discards::default();
         let backend = Scripted { info, script: Box::new(script), discarded: discarded.clone() };
         (Slot::new(PluginConf::new(name), Box::new(backend)), discarded)

@@ -8,8 +8,8 @@ use crate::reservation::Reservations;
 use crate::resource::{self, BASE_DIMS, PODS};
 use crate::session_cache::{Basis, Marks, SessionCache};
 use crate::wasm::contract::{
-    AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus,
-    Toleration,
+    AffinityExpr, Event, EventKind, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, SnapshotDelta, Taint,
+    TaskStatus, Toleration,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -174,7 +174,20 @@ pub(crate) struct Parts {
     pub node_index: NameMap<String>,
     pub queue_index: NameMap<String>,
     pub basis: Basis,
+    /// For an update: the tasks and nodes that moved since the last session.
+    pub moved: Option<Moved>,
 }
+
+/// What an update changed in the kept session, for plugins that keep it.
+pub(crate) struct Moved {
+    /// The kept session's id.
+    pub base: u64,
+    pub tasks: Vec<u32>,
+    pub nodes: Vec<u32>,
+}
+
+/// Session ids, unique in the process (plugins' kept sessions are told apart by them).
+static SESSION_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A hash of what plugins may read about a job except its id, name and
 /// times: queue, gang minimums, priority, phase, annotations.
@@ -310,7 +323,8 @@ impl Session {
 
     /// Restores reservations, counts jobs and opens the plugins.
     fn assemble(parts: Parts, policies: Policies, seed: u64, reservations: &Reservations) -> Session {
-        let Parts { snap, names, extra, d, node_index, queue_index, basis } = parts;
+        let Parts { snap, names, extra, d, node_index, queue_index, mut basis, moved } = parts;
+        basis.session = SESSION_IDS.fetch_add(1, Relaxed);
         let jobs = snap.job_queue.len();
         let mut s = Session {
             snap,
@@ -339,9 +353,34 @@ impl Session {
         for t in 0..s.tasks() as u32 {
             s.count(t, s.snap.task_status[t as usize], 1);
         }
+        let delta = moved.map(|m| (m.base, s.delta(m)));
         let (snap, names) = (&s.snap, &s.names);
-        s.policies.open(snap, names);
+        s.policies.open_from(snap, names, delta.as_ref().map(|(base, d)| (*base, d)));
         s
+    }
+
+    /// The contract's `snapshot-delta` for what moved.
+    fn delta(&self, m: Moved) -> SnapshotDelta {
+        let snap = &self.snap;
+        let rows = |col: &[f64]| {
+            let d = self.d;
+            m.nodes.iter().flat_map(|&n| col[n as usize * d..(n as usize + 1) * d].iter().copied()).collect()
+        };
+        SnapshotDelta {
+            now_ms: snap.now_ms,
+            task_status: m.tasks.iter().map(|&t| snap.task_status[t as usize]).collect(),
+            task_node: m.tasks.iter().map(|&t| snap.task_node[t as usize]).collect(),
+            task_started_ms: m.tasks.iter().map(|&t| snap.task_started_ms[t as usize]).collect(),
+            tasks: m.tasks,
+            node_used: rows(&snap.node_used),
+            node_releasing: rows(&snap.node_releasing),
+            node_pipelined: rows(&snap.node_pipelined),
+            nodes: m.nodes,
+            node_locked_job: snap.node_locked_job.clone(),
+            node_locked_queue: snap.node_locked_queue.clone(),
+            job_phase: snap.job_phase.clone(),
+            reservation_targets: snap.reservation_targets.clone(),
+        }
     }
 
     /// The parts, or `None` when a pod requests a dimension the scan (of
@@ -579,7 +618,7 @@ impl Session {
         basis.job_sig = job_sig;
         basis.overrides = !overrides.is_empty();
         let names = Arc::new(names);
-        Some(Parts { snap, names, extra: Arc::new(extra), d, node_index, queue_index, basis })
+        Some(Parts { snap, names, extra: Arc::new(extra), d, node_index, queue_index, basis, moved: None })
     }
 
     pub fn nodes(&self) -> usize {
@@ -742,25 +781,27 @@ impl Session {
 
     /// Closes the plugins' sessions; returns the policies for the next cycle.
     pub fn close(self) -> (Outcome, Policies) {
-        let (out, policies, _) = self.finish();
+        let (out, policies, _) = self.finish(false);
         (out, policies)
     }
 
     /// [`Session::close`], keeping the session in `cache` for the next one.
     pub fn close_cached(self, cache: &mut SessionCache) -> (Outcome, Policies) {
-        let (out, policies, kept) = self.finish();
+        let (out, policies, kept) = self.finish(true);
         cache.keep(kept);
         (out, policies)
     }
 
-    fn finish(mut self) -> (Outcome, Policies, Parts) {
+    /// Closes the session; `keep`: plugins end in its final state too, for
+    /// the next session to start from.
+    fn finish(mut self, keep: bool) -> (Outcome, Policies, Parts) {
         let conditions = (0..self.jobs() as u32).map(|j| self.condition(j)).collect();
         let reservations = self.save_locks();
         let reservation_status = self.reservation_status();
         let queues: Vec<u32> = (0..self.queues() as u32).collect();
         let queue_status = self.policies.queue_status(&self.events, &queues, self.d);
         let events = std::mem::take(&mut self.events);
-        self.policies.close(&events);
+        self.policies.close_as(&events, keep.then_some(self.basis.session));
         self.basis.touched.sort_unstable();
         self.basis.touched.dedup();
         let outcome = Outcome {
@@ -791,6 +832,7 @@ impl Session {
             node_index: self.node_index,
             queue_index: self.queue_index,
             basis: self.basis,
+            moved: None,
         };
         (outcome, self.policies, kept)
     }

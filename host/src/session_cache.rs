@@ -9,7 +9,7 @@
 use crate::model::{Cluster, PriorityClass};
 use crate::resource::PODS;
 use crate::session::{
-    add_to_node, class_of, job_phase, job_signature, task_status, Parts, Session, StatusOverrides, NONE,
+    add_to_node, class_of, job_phase, job_signature, task_status, Moved, Parts, Session, StatusOverrides, NONE,
 };
 use crate::tracked::{Changes, Mark};
 use crate::wasm::contract::TaskStatus;
@@ -61,6 +61,8 @@ pub(crate) struct Basis {
     pub pod_status: Vec<TaskStatus>,
     /// Tasks the session moved.
     pub touched: Vec<u32>,
+    /// The session's id (set when it is assembled).
+    pub session: u64,
 }
 
 impl SessionCache {
@@ -123,13 +125,16 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     }
     let node_of = |n: &Option<String>| n.as_ref().and_then(|n| k.node_index.get(n).copied()).unwrap_or(NONE);
 
+    let mut moved = Moved { base: basis.session, tasks: Vec::new(), nodes: Vec::new() };
     // Pods that are not tasks count on their nodes only.
-    let mut settle_tasks = std::mem::take(&mut basis.touched);
+    // Tasks to settle, marked rather than sorted (up to every task).
+    let mut settle = vec![false; snap.task_job.len()];
+    std::mem::take(&mut basis.touched).into_iter().for_each(|t| settle[t as usize] = true);
     let mut req = vec![0.0; d];
     for &i in &changed_pods {
         let t = basis.pod_task[i];
         if t != NONE {
-            settle_tasks.push(t);
+            settle[t as usize] = true;
             continue;
         }
         let p = &c.pods[i];
@@ -147,16 +152,15 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
             if node != NONE {
                 add_to_node(snap, d, node, &req, status, 1.0);
             }
+            moved.nodes.extend([old_node, node]);
             (basis.pod_node[i], basis.pod_status[i]) = (node, status);
         }
     }
     for (j, _) in reclass.iter().enumerate().filter(|(_, &r)| r) {
-        settle_tasks.extend(&extra.job_tasks[j]);
+        extra.job_tasks[j].iter().for_each(|&t| settle[t as usize] = true);
     }
-    settle_tasks.sort_unstable();
-    settle_tasks.dedup();
 
-    for t in settle_tasks {
+    for t in (0..settle.len() as u32).filter(|&t| settle[t as usize]) {
         let ti = t as usize;
         let p = &c.pods[extra.task_pod[ti]];
         let (node, status) = (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
@@ -171,8 +175,13 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
             }
             snap.task_node[ti] = node;
             snap.task_status[ti] = status;
+            moved.nodes.extend([old_node, node]);
         }
-        snap.task_started_ms[ti] = p.started.unwrap_or(0);
+        let started = p.started.unwrap_or(0);
+        if (node, status, started) != (old_node, old_status, snap.task_started_ms[ti]) {
+            moved.tasks.push(t);
+        }
+        snap.task_started_ms[ti] = started;
         extra.task_nominated[ti] = node_of(&p.nominated_node);
         let j = snap.task_job[ti] as usize;
         extra.task_class[ti] = match status {
@@ -189,6 +198,10 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     snap.node_locked_job.clear();
     snap.node_locked_queue.clear();
     basis.marks = Marks::of(c);
+    moved.nodes.retain(|&n| n != NONE);
+    moved.nodes.sort_unstable();
+    moved.nodes.dedup();
+    k.moved = Some(moved);
     Some(k)
 }
 

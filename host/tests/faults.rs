@@ -63,6 +63,27 @@ fn faulty_plugins_never_stop_the_cycle() {
     }
 }
 
+/// A plugin that traps while starting a session from the last one sits that
+/// session out; the next one gives it the whole snapshot, and it is back.
+#[test]
+fn a_fault_in_update_session_falls_back_to_the_whole_snapshot() {
+    let lib = library();
+    let mut sched = Scheduler::new(config("update-trap"), &lib);
+    let c = cluster();
+    let faults = |out: &tephra::session::Outcome| out.faults.iter().map(|f| f.message.clone()).collect::<Vec<_>>();
+    let first = sched.cycle(&c, &Default::default(), 0);
+    assert!(first.faults.is_empty(), "{:?}", faults(&first));
+    // Nothing changed: the session starts from the last one, and the plugin traps.
+    let second = sched.cycle(&c, &Default::default(), 1000);
+    let f = second.faults.iter().find(|f| f.plugin == "faulty").expect("a fault in update-session");
+    assert_eq!(f.point, "open-session", "{f:?}");
+    assert!(f.message.contains("deliberate panic in update-session"), "{f:?}");
+    // Its instance was discarded: the next session is opened from the whole snapshot.
+    let third = sched.cycle(&c, &Default::default(), 2000);
+    assert!(third.faults.is_empty(), "{:?}", faults(&third));
+    assert_eq!(sched.sessions.opens.updated, 2);
+}
+
 /// A plugin flooding its log and stderr is cut off and rate-limited; it
 /// still answers, so it is not a fault.
 #[test]
@@ -124,7 +145,7 @@ fn wrong_contract_version_is_refused() {
     let runtime = Runtime::new(Sandbox::default()).unwrap();
     let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("hostile/wrong-contract.wasm")).unwrap();
     let e = WasmPlugin::load(&runtime, &bytes, "wrong-contract.wasm").err().unwrap().to_string();
-    assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.2.0"), "{e}");
+    assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.3.0"), "{e}");
 }
 
 /// A component importing more than the contract, clocks, randomness and

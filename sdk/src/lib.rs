@@ -41,7 +41,7 @@ pub use testing::SnapshotBuilder;
 pub use types::{Event, EventKind, ExtensionPoint, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
 
 /// The contract version this SDK implements.
-pub const CONTRACT: &str = "0.2.0";
+pub const CONTRACT: &str = "0.3.0";
 
 /// Exports a [`Policy`] type as the component's `policy` interface.
 ///
@@ -74,6 +74,12 @@ macro_rules! export_plugin {
                 arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
             ) -> ::core::result::Result<(), ::std::string::String> {
                 __tephra(|rt| rt.open_session(snapshot, arguments))
+            }
+            fn update_session(
+                delta: $crate::types::SnapshotDelta,
+                arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::core::result::Result<bool, ::std::string::String> {
+                __tephra(|rt| rt.update_session(&delta, arguments))
             }
             fn close_session() {
                 __tephra(|rt| rt.close_session())

@@ -4,7 +4,7 @@
 use crate::args::Args;
 use crate::policy::{Policy, Unfit};
 use crate::session::Session;
-use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, Victims, Vote};
+use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
 
 /// A policy plus its current session. Used by [`crate::export_plugin!`] and,
 /// natively, by tests and benchmarks that drive a policy like the host does.
@@ -12,6 +12,8 @@ use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snap
 pub struct Runtime<P: Policy> {
     pub plugin: P,
     pub session: Option<Session>,
+    /// The last closed session, for `update_session` to start from.
+    last: Option<Session>,
 }
 
 macro_rules! with_session {
@@ -34,7 +36,18 @@ impl<P: Policy> Runtime<P> {
     }
 
     pub fn open_session(&mut self, snapshot: Snapshot, args: Vec<(String, String)>) -> Result<(), String> {
-        let session = Session::new(snapshot);
+        self.last = None;
+        self.start(Session::new(snapshot), args)
+    }
+
+    /// The last closed session brought up to date; `Ok(false)` without one.
+    pub fn update_session(&mut self, delta: &SnapshotDelta, args: Vec<(String, String)>) -> Result<bool, String> {
+        let Some(mut session) = self.last.take() else { return Ok(false) };
+        session.update(delta)?;
+        self.start(session, args).map(|()| true)
+    }
+
+    fn start(&mut self, session: Session, args: Vec<(String, String)>) -> Result<(), String> {
         self.plugin = P::default();
         let r = self.plugin.open(&session, &Args::from_pairs(args));
         self.session = Some(session);
@@ -44,6 +57,7 @@ impl<P: Policy> Runtime<P> {
     pub fn close_session(&mut self) {
         if let Some(s) = self.session.take() {
             self.plugin.close(&s);
+            self.last = Some(s);
         }
     }
 

@@ -3,7 +3,7 @@
 //! current as allocate/deallocate events arrive.
 
 use crate::resource;
-use crate::types::{Event, JobPhase, Snapshot, TaskStatus};
+use crate::types::{Event, JobPhase, Snapshot, SnapshotDelta, TaskStatus};
 
 /// The id meaning "none" (no node, no parent).
 pub const NONE: u32 = u32::MAX;
@@ -301,6 +301,42 @@ impl Session {
                 self.snap.node_pipelined[i] += r;
             }
         }
+    }
+
+    /// Brings the session up to date with `delta` (the contract's
+    /// `snapshot-delta`): moved tasks, new node rows, the per-cycle columns.
+    pub fn update(&mut self, delta: &SnapshotDelta) -> Result<(), String> {
+        let (n, rows) = (delta.tasks.len(), delta.nodes.len() * self.d);
+        let fits = [delta.task_status.len(), delta.task_node.len(), delta.task_started_ms.len()] == [n; 3]
+            && [delta.node_used.len(), delta.node_releasing.len(), delta.node_pipelined.len()] == [rows; 3]
+            && [delta.node_locked_job.len(), delta.node_locked_queue.len()] == [self.nodes(); 2]
+            && delta.job_phase.len() == self.jobs()
+            && delta.tasks.iter().all(|&t| (t as usize) < self.tasks())
+            && delta.nodes.iter().all(|&n| (n as usize) < self.nodes());
+        if !fits {
+            return Err("snapshot-delta does not fit the kept session (lengths or ids)".into());
+        }
+        for (i, &t) in delta.tasks.iter().enumerate() {
+            let ti = t as usize;
+            self.count(t, self.snap.task_status[ti], -1);
+            self.snap.task_status[ti] = delta.task_status[i];
+            self.snap.task_node[ti] = delta.task_node[i];
+            self.snap.task_started_ms[ti] = delta.task_started_ms[i];
+            self.count(t, delta.task_status[i], 1);
+        }
+        let d = self.d;
+        for (i, &node) in delta.nodes.iter().enumerate() {
+            let (to, from) = (node as usize * d..(node as usize + 1) * d, i * d..(i + 1) * d);
+            self.snap.node_used[to.clone()].copy_from_slice(&delta.node_used[from.clone()]);
+            self.snap.node_releasing[to.clone()].copy_from_slice(&delta.node_releasing[from.clone()]);
+            self.snap.node_pipelined[to].copy_from_slice(&delta.node_pipelined[from]);
+        }
+        self.snap.node_locked_job.clone_from(&delta.node_locked_job);
+        self.snap.node_locked_queue.clone_from(&delta.node_locked_queue);
+        self.snap.job_phase.clone_from(&delta.job_phase);
+        self.snap.reservation_targets.clone_from(&delta.reservation_targets);
+        self.snap.now_ms = delta.now_ms;
+        Ok(())
     }
 
     /// Applies one event; returns the task's previous status.

@@ -15,11 +15,11 @@
 // calls only the points listed in `info().points`, but the component must
 // export them all.
 
-import { log } from 'tephra:scheduler/host@0.2.0';
+import { log } from 'tephra:scheduler/host@0.3.0';
 
 const NAME = 'spread-label';
 const VERSION = '0.1.0';
-const CONTRACT = '0.2.0';
+const CONTRACT = '0.3.0';
 const NONE = 0xffffffff;
 const LABEL_BONUS = 10;
 // Statuses in which a task holds resources on its node (host's allocate events).
@@ -146,6 +146,11 @@ export const policy = {
     const label = parseLabel(raw); // throws the err string of result<_, string>
     state = new State(snapshot, label);
     log('debug', `${NAME}: ${state.nodes} nodes, label ${label === null ? 'none' : raw.trim()}`);
+  },
+
+  updateSession(delta, args) {
+    // Sessions are not kept: the host sends the whole snapshot instead.
+    return false;
   },
 
   closeSession() {

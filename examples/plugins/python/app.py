@@ -37,7 +37,7 @@ from componentize_py_types import Err
 
 NAME = "fair-team"
 VERSION = "0.1.0"
-CONTRACT = "0.2.0"
+CONTRACT = "0.3.0"
 USAGE_PREFIX = "usage."
 NO_ID = 0xFFFFFFFF
 
@@ -116,6 +116,10 @@ class Policy(exports.Policy):
             host.Level.DEBUG,
             f"{NAME}: {len(_session.keys)} jobs, usage for {len(usage)} teams",
         )
+
+    def update_session(self, delta, arguments: List[Tuple[str, str]]) -> bool:
+        # This plugin does not keep sessions: the host sends the whole snapshot.
+        return False
 
     def close_session(self) -> None:
         _session.keys = []

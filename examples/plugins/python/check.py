@@ -6,7 +6,7 @@ engine version the tephra host links) and check it against the contract.
 
 For each component:
   1. lists its imports and exports;
-  2. checks, structurally, that it exports `tephra:scheduler/policy@0.2.0`
+  2. checks, structurally, that it exports `tephra:scheduler/policy@0.3.0`
      with exactly the functions and types of `interface policy` in
      wit/scheduler.wit, and that its `host` import (if any) matches
      `interface host`;
@@ -31,8 +31,8 @@ import wasmtime
 import wasmtime.component as wc
 
 NONE = 0xFFFFFFFF
-POLICY = "tephra:scheduler/policy@0.2.0"
-HOST = "tephra:scheduler/host@0.2.0"
+POLICY = "tephra:scheduler/policy@0.3.0"
+HOST = "tephra:scheduler/host@0.3.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_WIT = os.path.normpath(os.path.join(HERE, "..", "..", "..", "wit"))
 
@@ -503,7 +503,7 @@ def check(path, wit, wasi, do_bench=False):
     if HOST in imports:
         n = check_interface(engine, imports[HOST], wit, "host", HOST)
         print(f"contract: {HOST} import matches ({n} functions)")
-    others = [e for e in exports if e not in (POLICY, "tephra:scheduler/types@0.2.0")]
+    others = [e for e in exports if e not in (POLICY, "tephra:scheduler/types@0.3.0")]
     if others:
         print(f"note: exports beyond the world: {others}")
 

@@ -50,6 +50,10 @@ record!(h::AffinityExpr => g::AffinityExpr { task, term, key, operator, values }
 record!(h::Quantity => g::Quantity { owner, dim, value });
 record!(h::RoleMin => g::RoleMin { job, role, count });
 record!(h::Event => g::Event { kind, task, node, status });
+record!(h::SnapshotDelta => g::SnapshotDelta {
+    now_ms, tasks, task_status, task_node, task_started_ms, nodes, node_used, node_releasing, node_pipelined,
+    node_locked_job, node_locked_queue, job_phase, reservation_targets
+});
 record!(h::Snapshot => g::Snapshot {
     dims, strings, total, now_ms, node_allocatable, node_used, node_releasing, node_pipelined, node_unschedulable,
     node_labels, node_taints, node_locked_job, node_locked_queue, queue_parent, queue_weight, queue_priority,
@@ -126,6 +130,14 @@ impl<P: Policy + Send> Backend for Native<P> {
     }
     fn open_session(&mut self, snap: &h::Snapshot, _: &Arc<Names>, args: &[(String, String)]) -> Result<(), String> {
         self.rt.open_session(snap.to(), args.to_vec())
+    }
+    fn update_session(
+        &mut self,
+        delta: &h::SnapshotDelta,
+        _: &Arc<Names>,
+        args: &[(String, String)],
+    ) -> Result<bool, String> {
+        self.rt.update_session(&delta.to(), args.to_vec())
     }
     fn close_session(&mut self) -> Result<(), String> {
         self.rt.close_session();

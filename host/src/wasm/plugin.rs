@@ -4,7 +4,7 @@
 //! through all the memory the snapshot needs, every cycle.
 
 use super::bindings::{Plugin, PluginPre};
-use super::contract::{Event, PluginInfo, Snapshot};
+use super::contract::{Event, PluginInfo, Snapshot, SnapshotDelta};
 use super::engine::{Runtime, State};
 use crate::plugin::{Answer, Backend, Call};
 use crate::session::Names;
@@ -181,6 +181,23 @@ impl Backend for WasmPlugin {
             }
         };
         self.with(|p, s| p.tephra_scheduler_policy().call_open_session(s, snap, args))?
+    }
+
+    fn update_session(
+        &mut self,
+        delta: &SnapshotDelta,
+        names: &Arc<Names>,
+        args: &[(String, String)],
+    ) -> Result<bool, String> {
+        // Only a kept instance can hold the last session.
+        let Some((mut store, plugin)) = self.idle.take() else { return Ok(false) };
+        store.data_mut().renew(names.clone());
+        self.live = Some((store, plugin));
+        let updated = self.with(|p, s| p.tephra_scheduler_policy().call_update_session(s, delta, args))??;
+        if !updated {
+            self.idle = self.live.take();
+        }
+        Ok(updated)
     }
 
     fn close_session(&mut self) -> Result<(), String> {

@@ -5,7 +5,8 @@
 //! (never returns from node-order), `oom` (allocates without bound),
 //! `open-fails` (refuses the session), `huge` (returns 20 million scores),
 //! `spam` (floods the log and stderr, answers correctly), `leak` (keeps
-//! 20 MiB past every session, answers correctly).
+//! 20 MiB past every session, answers correctly), `update-trap` (panics
+//! when a session is to start from the last one, answers correctly).
 
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit, Vote};
 
@@ -92,6 +93,12 @@ mod export {
         }
         fn open_session(s: Snapshot, a: Vec<(String, String)>) -> Result<(), String> {
             rt(|r| r.open_session(s, a))
+        }
+        fn update_session(d: SnapshotDelta, a: Vec<(String, String)>) -> Result<bool, String> {
+            if mode() == "update-trap" {
+                panic!("faulty plugin: deliberate panic in update-session");
+            }
+            rt(|r| r.update_session(&d, a))
         }
         fn close_session() {
             rt(|r| r.close_session())
