@@ -358,6 +358,62 @@ impl Session {
 mod tests {
     use super::Groups;
 
+    /// A session updated by a delta equals one built from the new snapshot:
+    /// columns and the counters derived from task statuses.
+    #[test]
+    fn a_delta_brings_the_session_to_the_new_snapshot() {
+        use crate::testing::SnapshotBuilder;
+        use crate::types::{JobPhase, SnapshotDelta, TaskStatus as S};
+        let cluster = |second: bool| {
+            let mut b = SnapshotBuilder::new(&[]);
+            let (n0, n1) = (b.node(&[4000.0, 8e9]), b.node(&[4000.0, 8e9]));
+            let q = b.queue(1.0);
+            let j = b.job(q, 2);
+            let moved = if second { (S::Running, n1) } else { (S::Pending, super::NONE) };
+            b.task(j, &[1000.0, 1e9], moved.0, moved.1);
+            b.task(j, &[500.0, 1e9], if second { S::Succeeded } else { S::Running }, n0);
+            b.task(j, &[250.0, 1e9], S::Running, n0);
+            let mut s = b.build();
+            if second {
+                s.snap.task_started_ms[0] = 5;
+                s.snap.job_phase[0] = JobPhase::Running;
+                s.snap.now_ms = 99;
+            }
+            s
+        };
+        let (mut old, new) = (cluster(false), cluster(true));
+        let rows = |v: &[f64]| v.to_vec();
+        let mut delta = SnapshotDelta {
+            now_ms: 99,
+            tasks: vec![0, 1],
+            task_status: vec![S::Running, S::Succeeded],
+            task_node: vec![1, 0],
+            task_started_ms: vec![5, 0],
+            nodes: vec![0, 1],
+            node_used: rows(&new.snap.node_used),
+            node_releasing: rows(&new.snap.node_releasing),
+            node_pipelined: rows(&new.snap.node_pipelined),
+            node_locked_job: vec![super::NONE; 2],
+            node_locked_queue: vec![super::NONE; 2],
+            job_phase: vec![JobPhase::Running],
+            reservation_targets: vec![],
+        };
+        delta.task_node.push(0);
+        assert!(old.update(&delta).is_err(), "columns of different lengths are refused");
+        delta.task_node.pop();
+        old.update(&delta).unwrap();
+        assert_eq!(old.snap.task_status, new.snap.task_status);
+        assert_eq!(old.snap.task_node, new.snap.task_node);
+        assert_eq!(old.snap.task_started_ms, new.snap.task_started_ms);
+        assert_eq!(old.snap.node_used, new.snap.node_used);
+        assert_eq!(old.snap.job_phase, new.snap.job_phase);
+        assert_eq!(old.snap.now_ms, 99);
+        assert_eq!(
+            (&old.job_ready, &old.job_waiting, &old.job_valid, &old.job_allocated),
+            (&new.job_ready, &new.job_waiting, &new.job_valid, &new.job_allocated)
+        );
+    }
+
     #[test]
     fn groups_keep_member_order_and_skip_unknown_owners() {
         let g = Groups::new(3, &[2, 0, 2, super::NONE, 0, 2]);
