@@ -38,6 +38,7 @@ pub struct Opens {
 pub struct Marks([Option<Mark>; 4]);
 
 impl Marks {
+    /// Where `c`'s object lists stand now.
     pub fn of(c: &Cluster) -> Marks {
         Marks([Some(c.nodes.mark()), Some(c.queues.mark()), Some(c.podgroups.mark()), Some(c.pods.mark())])
     }

@@ -5,8 +5,8 @@
 //! `DerefMut` (push, retain, `v[i].x = …`) counts as "anything may have
 //! changed"; [`Tracked::status_mut`] is the narrow door that records "only
 //! this item's status changed", which is what a cycle's binds, evictions and
-//! phase updates are. Getting it wrong is not possible: a change that does
-//! not go through the narrow door is seen as a whole change.
+//! phase updates are. A change that does not go through the narrow door is
+//! seen as a whole change, so none is missed.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
