@@ -405,12 +405,7 @@ impl Session {
         let d = dims.len();
         // A handful of dimensions: a scan beats hashing.
         let dim_of = |k: &str| dims.iter().position(|d| d == k);
-        // False when `l` names a dimension not in `dims`.
-        let dense_into = |l: &crate::resource::ResourceList, row: &mut Vec<f64>| {
-            row.clear();
-            row.resize(d, 0.0);
-            l.iter().all(|(k, v)| dim_of(k).map(|i| row[i] = *v).is_some())
-        };
+        let dense_into = |l: &crate::resource::ResourceList, row: &mut Vec<f64>| dense_row(&dims, l, row);
         // Queues' and groups' dimensions are always scanned.
         let sparse = |owner: u32, l: &crate::resource::ResourceList, out: &mut Vec<Quantity>| {
             for (k, v) in l {
@@ -711,15 +706,10 @@ impl Session {
         let req = self.req(t).to_vec();
         self.basis.touched.push(t);
         self.count(t, old, -1);
-        if old_node != NONE {
-            add_to_node(&mut self.snap, self.d, old_node, &req, old, -1.0);
-        }
+        move_on_nodes(&mut self.snap, self.d, &req, (old_node, old), (node, status));
         self.snap.task_status[t as usize] = status;
         self.snap.task_node[t as usize] = node;
         self.count(t, status, 1);
-        if node != NONE {
-            add_to_node(&mut self.snap, self.d, node, &req, status, 1.0);
-        }
         let holds = |s: TaskStatus| is_allocated(s) || s == TaskStatus::Pipelined;
         match (holds(old), holds(status)) {
             (false, true) => self.events.push(Event { kind: EventKind::Allocate, task: t, node, status }),
@@ -863,7 +853,32 @@ pub struct Outcome {
     pub reservation_status: Vec<crate::reservation::QueueReservation>,
 }
 
-pub(crate) fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: TaskStatus, sign: f64) {
+/// Moves `req` from where `(node, status)` `from` counts it on the nodes to
+/// where `to` counts it.
+pub(crate) fn move_on_nodes(
+    snap: &mut Snapshot,
+    d: usize,
+    req: &[f64],
+    from: (u32, TaskStatus),
+    to: (u32, TaskStatus),
+) {
+    if from.0 != NONE {
+        add_to_node(snap, d, from.0, req, from.1, -1.0);
+    }
+    if to.0 != NONE {
+        add_to_node(snap, d, to.0, req, to.1, 1.0);
+    }
+}
+
+/// `l` as a dense row over `dims`; false when it names a dimension not there
+/// (a handful of dimensions: a scan beats hashing).
+pub(crate) fn dense_row(dims: &[String], l: &crate::resource::ResourceList, row: &mut Vec<f64>) -> bool {
+    row.clear();
+    row.resize(dims.len(), 0.0);
+    l.iter().all(|(k, v)| dims.iter().position(|d| d == k).map(|i| row[i] = *v).is_some())
+}
+
+fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: TaskStatus, sign: f64) {
     let (used, releasing, pipelined) = node_share(status);
     let range = node as usize * d..(node as usize + 1) * d;
     if used {

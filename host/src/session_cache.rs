@@ -9,7 +9,8 @@
 use crate::model::{Cluster, PriorityClass};
 use crate::resource::PODS;
 use crate::session::{
-    add_to_node, class_of, job_phase, job_signature, task_status, Moved, Parts, Session, StatusOverrides, NONE,
+    class_of, dense_row, job_phase, job_signature, move_on_nodes, task_status, Moved, Parts, Session, StatusOverrides,
+    NONE,
 };
 use crate::tracked::{Changes, Mark};
 use crate::wasm::contract::TaskStatus;
@@ -125,9 +126,10 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         }
     }
     let node_of = |n: &Option<String>| n.as_ref().and_then(|n| k.node_index.get(n).copied()).unwrap_or(NONE);
+    // Where a pod counts now: its node and status.
+    let placed = |p: &crate::model::Pod| (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
 
     let mut moved = Moved { base: basis.session, tasks: Vec::new(), nodes: Vec::new() };
-    // Pods that are not tasks count on their nodes only.
     // Tasks to settle, marked rather than sorted (up to every task).
     let mut settle = vec![false; snap.task_job.len()];
     std::mem::take(&mut basis.touched).into_iter().for_each(|t| settle[t as usize] = true);
@@ -138,21 +140,16 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
             settle[t as usize] = true;
             continue;
         }
+        // Pods that are not tasks count on their nodes only.
         let p = &c.pods[i];
-        let (node, status) = (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
+        let (node, status) = placed(p);
         let (old_node, old_status) = (basis.pod_node[i], basis.pod_status[i]);
         if (node, status) != (old_node, old_status) {
-            req.iter_mut().for_each(|v| *v = 0.0);
-            for (name, v) in &p.requests {
-                req[snap.dims.iter().position(|d| d == name)?] = *v;
+            if !dense_row(&snap.dims, &p.requests, &mut req) {
+                return None;
             }
             req[PODS] += 1.0;
-            if old_node != NONE {
-                add_to_node(snap, d, old_node, &req, old_status, -1.0);
-            }
-            if node != NONE {
-                add_to_node(snap, d, node, &req, status, 1.0);
-            }
+            move_on_nodes(snap, d, &req, (old_node, old_status), (node, status));
             moved.nodes.extend([old_node, node]);
             (basis.pod_node[i], basis.pod_status[i]) = (node, status);
         }
@@ -164,16 +161,11 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     for t in (0..settle.len() as u32).filter(|&t| settle[t as usize]) {
         let ti = t as usize;
         let p = &c.pods[extra.task_pod[ti]];
-        let (node, status) = (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
+        let (node, status) = placed(p);
         let (old_node, old_status) = (snap.task_node[ti], snap.task_status[ti]);
         if (node, status) != (old_node, old_status) {
             req.copy_from_slice(&snap.task_resreq[ti * d..(ti + 1) * d]);
-            if old_node != NONE {
-                add_to_node(snap, d, old_node, &req, old_status, -1.0);
-            }
-            if node != NONE {
-                add_to_node(snap, d, node, &req, status, 1.0);
-            }
+            move_on_nodes(snap, d, &req, (old_node, old_status), (node, status));
             snap.task_node[ti] = node;
             snap.task_status[ti] = status;
             moved.nodes.extend([old_node, node]);
