@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Checks policy components against the contract by loading them with
-# wasmtime 48 from PyPI (the engine version the tephra host links), no cargo:
+# wasmtime 50 from PyPI (the engine version the tephra host links), no cargo:
 #
 #   ./check.sh [--wasi full|traps] FILE.wasm...
 #
-# See check.py for what is checked. Installs wasmtime==48.0.0 into .venv (the
+# See check.py for what is checked. Installs wasmtime==50.0.1 into .venv (the
 # same gitignored virtualenv build.sh uses) only when missing.
 set -euo pipefail
 
-WASMTIME_PY_VERSION=48.0.0
+WASMTIME_PY_VERSION=50.0.1
 
 die() { echo "check.sh: error: $*" >&2; exit 1; }
 
