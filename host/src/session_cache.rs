@@ -9,8 +9,8 @@
 use crate::model::{Cluster, PriorityClass};
 use crate::resource::PODS;
 use crate::session::{
-    class_of, dense_row, job_phase, job_signature, move_on_nodes, task_status, Moved, Parts, Session, StatusOverrides,
-    NONE,
+    class_of, dense_row, job_phase, job_signature, move_on_nodes, node_share, task_status, Moved, Parts, Session,
+    StatusOverrides, NONE,
 };
 use crate::tracked::{Changes, Mark};
 use crate::wasm::contract::TaskStatus;
@@ -125,9 +125,19 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
             basis.job_sig[j as usize] = sig;
         }
     }
-    let node_of = |n: &Option<String>| n.as_ref().and_then(|n| k.node_index.get(n).copied()).unwrap_or(NONE);
+    let node_names = &k.names.nodes;
+    // A node by name; `was` (where the pod counted before, most often where
+    // it still is) is compared first, sparing a hash of the name.
+    let node_of = |n: &Option<String>, was: u32| match n {
+        Some(n) if node_names.get(was as usize) == Some(n) => was,
+        Some(n) => k.node_index.get(n).copied().unwrap_or(NONE),
+        None => NONE,
+    };
     // Where a pod counts now: its node and status.
-    let placed = |p: &crate::model::Pod| (node_of(&p.node), task_status(p.phase, p.node.is_some(), p.deleting));
+    let placed =
+        |p: &crate::model::Pod, was: u32| (node_of(&p.node, was), task_status(p.phase, p.node.is_some(), p.deleting));
+    // Whether a pod moving from `a` to `b` changes node usage rows.
+    let shifts = |a: (u32, TaskStatus), b: (u32, TaskStatus)| a.0 != b.0 || node_share(a.1) != node_share(b.1);
 
     let mut moved = Moved { base: basis.session, tasks: Vec::new(), nodes: Vec::new() };
     // Tasks to settle, marked rather than sorted (up to every task).
@@ -142,17 +152,17 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         }
         // Pods that are not tasks count on their nodes only.
         let p = &c.pods[i];
-        let (node, status) = placed(p);
         let (old_node, old_status) = (basis.pod_node[i], basis.pod_status[i]);
-        if (node, status) != (old_node, old_status) {
+        let (node, status) = placed(p, old_node);
+        if shifts((old_node, old_status), (node, status)) {
             if !dense_row(&snap.dims, &p.requests, &mut req) {
                 return None;
             }
             req[PODS] += 1.0;
             move_on_nodes(snap, d, &req, (old_node, old_status), (node, status));
             moved.nodes.extend([old_node, node]);
-            (basis.pod_node[i], basis.pod_status[i]) = (node, status);
         }
+        (basis.pod_node[i], basis.pod_status[i]) = (node, status);
     }
     for (j, _) in reclass.iter().enumerate().filter(|(_, &r)| r) {
         extra.job_tasks[j].iter().for_each(|&t| settle[t as usize] = true);
@@ -161,21 +171,21 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     for t in (0..settle.len() as u32).filter(|&t| settle[t as usize]) {
         let ti = t as usize;
         let p = &c.pods[extra.task_pod[ti]];
-        let (node, status) = placed(p);
         let (old_node, old_status) = (snap.task_node[ti], snap.task_status[ti]);
-        if (node, status) != (old_node, old_status) {
+        let (node, status) = placed(p, old_node);
+        if shifts((old_node, old_status), (node, status)) {
             req.copy_from_slice(&snap.task_resreq[ti * d..(ti + 1) * d]);
             move_on_nodes(snap, d, &req, (old_node, old_status), (node, status));
-            snap.task_node[ti] = node;
-            snap.task_status[ti] = status;
             moved.nodes.extend([old_node, node]);
         }
+        snap.task_node[ti] = node;
+        snap.task_status[ti] = status;
         let started = p.started.unwrap_or(0);
         if (node, status, started) != (old_node, old_status, snap.task_started_ms[ti]) {
             moved.tasks.push(t);
         }
         snap.task_started_ms[ti] = started;
-        extra.task_nominated[ti] = node_of(&p.nominated_node);
+        extra.task_nominated[ti] = node_of(&p.nominated_node, extra.task_nominated[ti]);
         let j = snap.task_job[ti] as usize;
         extra.task_class[ti] = match status {
             TaskStatus::Pending if extra.task_class[ti] == 0 || reclass[j] => {

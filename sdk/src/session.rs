@@ -58,6 +58,16 @@ fn is_valid(status: TaskStatus) -> bool {
     is_ready(status) || matches!(status, TaskStatus::Pipelined | TaskStatus::Pending)
 }
 
+/// The counters [`Session::count`] moves for a task in `status`, as bits:
+/// equal bits, equal contributions.
+fn counters(status: TaskStatus) -> u8 {
+    u8::from(is_ready(status))
+        | u8::from(status == TaskStatus::Pipelined) << 1
+        | u8::from(status == TaskStatus::Pending) << 2
+        | u8::from(is_valid(status)) << 3
+        | u8::from(is_allocated(status)) << 4
+}
+
 /// Members by owner, in member order, laid out in one array (a list per
 /// owner would be tens of thousands of allocations per session).
 struct Groups {
@@ -276,8 +286,9 @@ impl Session {
         }
         if is_allocated(status) {
             let d = self.d;
-            for k in 0..d {
-                self.job_allocated[j * d + k] += sign as f64 * self.snap.task_resreq[t as usize * d + k];
+            let req = &self.snap.task_resreq[t as usize * d..(t as usize + 1) * d];
+            for (held, r) in self.job_allocated[j * d..(j + 1) * d].iter_mut().zip(req) {
+                *held += sign as f64 * r;
             }
         }
     }
@@ -318,11 +329,16 @@ impl Session {
         }
         for (i, &t) in delta.tasks.iter().enumerate() {
             let ti = t as usize;
-            self.count(t, self.snap.task_status[ti], -1);
-            self.snap.task_status[ti] = delta.task_status[i];
+            let (old, new) = (self.snap.task_status[ti], delta.task_status[i]);
+            // Most moves (allocated → bound → running) leave the counters as
+            // they are: skipping them spares two passes per task.
+            if counters(old) != counters(new) {
+                self.count(t, old, -1);
+                self.count(t, new, 1);
+            }
+            self.snap.task_status[ti] = new;
             self.snap.task_node[ti] = delta.task_node[i];
             self.snap.task_started_ms[ti] = delta.task_started_ms[i];
-            self.count(t, delta.task_status[i], 1);
         }
         let d = self.d;
         for (i, &node) in delta.nodes.iter().enumerate() {
@@ -372,7 +388,8 @@ mod tests {
             let moved = if second { (S::Running, n1) } else { (S::Pending, super::NONE) };
             b.task(j, &[1000.0, 1e9], moved.0, moved.1);
             b.task(j, &[500.0, 1e9], if second { S::Succeeded } else { S::Running }, n0);
-            b.task(j, &[250.0, 1e9], S::Running, n0);
+            // Allocated → Running moves no counter, but the status column.
+            b.task(j, &[250.0, 1e9], if second { S::Running } else { S::Allocated }, n0);
             let mut s = b.build();
             if second {
                 s.snap.task_started_ms[0] = 5;
@@ -385,10 +402,10 @@ mod tests {
         let rows = |v: &[f64]| v.to_vec();
         let mut delta = SnapshotDelta {
             now_ms: 99,
-            tasks: vec![0, 1],
-            task_status: vec![S::Running, S::Succeeded],
-            task_node: vec![1, 0],
-            task_started_ms: vec![5, 0],
+            tasks: vec![0, 1, 2],
+            task_status: vec![S::Running, S::Succeeded, S::Running],
+            task_node: vec![1, 0, 0],
+            task_started_ms: vec![5, 0, 0],
             nodes: vec![0, 1],
             node_used: rows(&new.snap.node_used),
             node_releasing: rows(&new.snap.node_releasing),
