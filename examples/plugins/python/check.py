@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load a tephra policy component with wasmtime 48 (PyPI `wasmtime`, the
+"""Load a tephra policy component with wasmtime 50 (PyPI `wasmtime`, the
 engine version the tephra host links) and check it against the contract.
 
     check.py [--wasi full|traps] [--bench] [--wit DIR] FILE.wasm...
@@ -20,6 +20,7 @@ Exits non-zero on the first failed check. Does not need cargo.
 """
 
 import argparse
+import importlib.metadata
 import math
 import os
 import re
@@ -486,7 +487,7 @@ def check(path, wit, wasi, do_bench=False):
     print(f"== {path} ({size:,} bytes, {size / 2**20:.1f} MiB)")
     t = time.perf_counter()
     component = wc.Component.from_file(engine, path)
-    print(f"compile: {time.perf_counter() - t:.2f} s (wasmtime {wasmtime.__version__ if hasattr(wasmtime, '__version__') else '48'})")
+    print(f"compile: {time.perf_counter() - t:.2f} s (wasmtime {importlib.metadata.version('wasmtime')})")
     ty = component.type
     imports = ty.imports(engine)
     exports = ty.exports(engine)
