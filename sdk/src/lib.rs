@@ -9,6 +9,8 @@
 //! Policy logic is plain Rust over [`Session`]: unit tests build a snapshot
 //! with [`SnapshotBuilder`] and run natively, without a Wasm build.
 
+#[cfg(any(all(target_arch = "wasm32", feature = "block-cache"), test))]
+mod alloc;
 pub mod args;
 pub mod log;
 mod policy;
@@ -28,13 +30,19 @@ pub mod bindings {
     });
 }
 
+/// Plugins built for Wasm keep freed small blocks for reuse (see `alloc.rs`):
+/// a plugin that brings its own global allocator turns feature `block-cache` off.
+#[cfg(all(target_arch = "wasm32", feature = "block-cache"))]
+#[global_allocator]
+static ALLOCATOR: alloc::BlockCache<std::alloc::System> = alloc::BlockCache::new(std::alloc::System);
+
 /// The contract types, as generated from `wit/scheduler.wit`.
 pub mod types {
     pub use crate::bindings::tephra::scheduler::types::*;
 }
 
 pub use args::{parse_duration, Args};
-pub use policy::{Policy, Unfit};
+pub use policy::{Fits, Policy, Unfit};
 pub use runtime::Runtime;
 pub use session::{is_allocated, node_share, Session, NONE};
 pub use testing::SnapshotBuilder;

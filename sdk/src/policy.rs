@@ -28,6 +28,38 @@ impl Unfit {
     }
 }
 
+/// The answers of one predicate call, node by node: what
+/// [`Policy::predicate_nodes`] fills in. Rejections are kept as the contract's
+/// `fit`: a code per node and each distinct reason once.
+#[derive(Debug)]
+pub struct Fits {
+    /// Per node of the call: 0 fits, k rejected for `reasons[k - 1]`.
+    pub(crate) codes: Vec<u8>,
+    pub(crate) reasons: Vec<Unfit>,
+}
+
+impl Fits {
+    /// Every one of `nodes` fits until rejected.
+    pub fn new(nodes: usize) -> Self {
+        Fits { codes: vec![0; nodes], reasons: Vec::new() }
+    }
+
+    /// Rejects the `i`-th node of the call (panics past the last) for `why`.
+    /// A reason already given is found by pointer first (policies hand out
+    /// clones of a few shared messages), then by text.
+    pub fn reject(&mut self, i: usize, why: &Unfit) {
+        let same_ptr = |r: &Unfit| r.unresolvable == why.unresolvable && Arc::ptr_eq(&r.message, &why.message);
+        let same_text = |r: &Unfit| r.unresolvable == why.unresolvable && r.message == why.message;
+        let k = self.reasons.iter().position(same_ptr).or_else(|| self.reasons.iter().position(same_text));
+        let k = k.unwrap_or_else(|| {
+            self.reasons.push(why.clone());
+            self.reasons.len() - 1
+        });
+        // The contract's codes are bytes: reasons past the 254th share the last code.
+        self.codes[i] = (k + 1).min(255) as u8;
+    }
+}
+
 /// A scheduling policy. Order methods return sort keys: smaller goes first,
 /// equal keys defer to the next plugin.
 #[allow(unused_variables)]
@@ -61,6 +93,17 @@ pub trait Policy: Default {
 
     fn predicate(&mut self, s: &Session, task: u32, node: u32) -> Result<(), Unfit> {
         Ok(())
+    }
+    /// [`Policy::predicate`] for every node in `nodes`, rejecting `nodes[i]`
+    /// with `fits.reject(i, …)`. The default asks `predicate` node by node; a
+    /// policy that first works something out about the task overrides it to
+    /// do that once per call (the host asks about hundreds of nodes at a time).
+    fn predicate_nodes(&mut self, s: &Session, task: u32, nodes: &[u32], fits: &mut Fits) {
+        for (i, &n) in nodes.iter().enumerate() {
+            if let Err(why) = self.predicate(s, task, n) {
+                fits.reject(i, &why);
+            }
+        }
     }
     /// Scores for every node in `nodes`; the default calls [`Policy::node_score`].
     fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {

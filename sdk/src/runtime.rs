@@ -2,7 +2,7 @@
 //! session view, applies events, and shapes batched answers.
 
 use crate::args::Args;
-use crate::policy::{Policy, Unfit};
+use crate::policy::{Fits, Policy};
 use crate::session::Session;
 use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
 
@@ -91,30 +91,16 @@ impl<P: Policy> Runtime<P> {
     }
 
     pub fn predicate(&mut self, task: u32, nodes: &[u32]) -> Fit {
-        let mut codes = vec![0u8; nodes.len()];
-        // Distinct reasons; shared messages compare by pointer first.
-        let mut seen: Vec<Unfit> = Vec::new();
-        let p = &mut self.plugin;
+        let mut fits = Fits::new(nodes.len());
         if let Some(s) = self.session.as_ref() {
-            for (code, &n) in codes.iter_mut().zip(nodes) {
-                if let Err(u) = p.predicate(s, task, n) {
-                    // Most rejections share a message: find it by pointer
-                    // before comparing texts.
-                    let same_ptr =
-                        |r: &Unfit| r.unresolvable == u.unresolvable && std::sync::Arc::ptr_eq(&r.message, &u.message);
-                    let same_text = |r: &Unfit| r.unresolvable == u.unresolvable && r.message == u.message;
-                    let found = seen.iter().position(same_ptr).or_else(|| seen.iter().position(same_text));
-                    let k = found.unwrap_or_else(|| {
-                        seen.push(u);
-                        seen.len() - 1
-                    });
-                    *code = (k + 1).min(255) as u8;
-                }
-            }
+            self.plugin.predicate_nodes(s, task, nodes, &mut fits);
         }
-        let reasons =
-            seen.into_iter().map(|u| Reason { message: u.message.to_string(), unresolvable: u.unresolvable }).collect();
-        Fit { codes, reasons }
+        let reasons = fits
+            .reasons
+            .into_iter()
+            .map(|u| Reason { message: u.message.to_string(), unresolvable: u.unresolvable })
+            .collect();
+        Fit { codes: fits.codes, reasons }
     }
 
     pub fn node_order(&mut self, task: u32, nodes: &[u32]) -> Vec<f64> {

@@ -58,14 +58,22 @@ fn is_valid(status: TaskStatus) -> bool {
     is_ready(status) || matches!(status, TaskStatus::Pipelined | TaskStatus::Pending)
 }
 
-/// The counters [`Session::count`] moves for a task in `status`, as bits:
-/// equal bits, equal contributions.
+// The job counters a task in some status adds to, as bits of `counters`.
+const READY: u8 = 1;
+const WAITING: u8 = 1 << 1;
+const PENDING: u8 = 1 << 2;
+const VALID: u8 = 1 << 3;
+const ALLOCATED: u8 = 1 << 4;
+
+/// The counters a task in `status` adds to (`PENDING` only matters for a
+/// best-effort task): equal bits, equal contributions.
 fn counters(status: TaskStatus) -> u8 {
-    u8::from(is_ready(status))
-        | u8::from(status == TaskStatus::Pipelined) << 1
-        | u8::from(status == TaskStatus::Pending) << 2
-        | u8::from(is_valid(status)) << 3
-        | u8::from(is_allocated(status)) << 4
+    let bit = |on: bool, b: u8| if on { b } else { 0 };
+    bit(is_ready(status), READY)
+        | bit(status == TaskStatus::Pipelined, WAITING)
+        | bit(status == TaskStatus::Pending, PENDING)
+        | bit(is_valid(status), VALID)
+        | bit(is_allocated(status), ALLOCATED)
 }
 
 /// Members by owner, in member order, laid out in one array (a list per
@@ -134,7 +142,7 @@ impl Session {
             best_effort,
         };
         for t in 0..s.snap.task_job.len() as u32 {
-            s.count(t, s.snap.task_status[t as usize], 1);
+            s.recount(t, 0, counters(s.snap.task_status[t as usize]));
         }
         s
     }
@@ -266,50 +274,51 @@ impl Session {
         self.job_waiting[j] + self.job_ready[j] < self.snap.job_min_available[j]
     }
 
-    fn count(&mut self, t: u32, status: TaskStatus, sign: i32) {
+    /// Moves task `t` from the counters of `was` to those of `now` (bits of
+    /// [`counters`]), touching only the counters that differ.
+    fn recount(&mut self, t: u32, was: u8, now: u8) {
         let j = self.snap.task_job[t as usize] as usize;
-        if j >= self.job_ready.len() {
+        if was == now || j >= self.job_ready.len() {
             return;
         }
-        let add = |v: &mut u32| *v = (*v as i32 + sign).max(0) as u32;
-        if is_ready(status) {
-            add(&mut self.job_ready[j]);
+        let step = |v: &mut u32, bit: u8| match (was & bit != 0, now & bit != 0) {
+            (false, true) => *v += 1,
+            (true, false) => *v = v.saturating_sub(1),
+            _ => {}
+        };
+        step(&mut self.job_ready[j], READY);
+        step(&mut self.job_waiting[j], WAITING);
+        if self.best_effort[t as usize] {
+            step(&mut self.job_pending_best_effort[j], PENDING);
         }
-        if status == TaskStatus::Pipelined {
-            add(&mut self.job_waiting[j]);
-        }
-        if status == TaskStatus::Pending && self.best_effort[t as usize] {
-            add(&mut self.job_pending_best_effort[j]);
-        }
-        if is_valid(status) {
-            add(&mut self.job_valid[j]);
-        }
-        if is_allocated(status) {
-            let d = self.d;
+        step(&mut self.job_valid[j], VALID);
+        if (was ^ now) & ALLOCATED != 0 {
+            let (d, sign) = (self.d, if now & ALLOCATED != 0 { 1.0 } else { -1.0 });
             let req = &self.snap.task_resreq[t as usize * d..(t as usize + 1) * d];
             for (held, r) in self.job_allocated[j * d..(j + 1) * d].iter_mut().zip(req) {
-                *held += sign as f64 * r;
+                *held += sign * r;
             }
         }
     }
 
+    /// Adds (`sign` 1) or takes off (-1) task `t`'s request on `node`, in the
+    /// columns `status` counts it in.
     fn place(&mut self, t: u32, node: u32, status: TaskStatus, sign: f64) {
         if node == NONE || node as usize >= self.nodes() {
             return;
         }
         let (used, releasing, pipelined) = node_share(status);
-        let d = self.d;
-        for k in 0..d {
-            let r = sign * self.snap.task_resreq[t as usize * d + k];
-            let i = node as usize * d + k;
-            if used {
-                self.snap.node_used[i] += r;
-            }
-            if releasing {
-                self.snap.node_releasing[i] += r;
-            }
-            if pipelined {
-                self.snap.node_pipelined[i] += r;
+        let (d, t, n) = (self.d, t as usize, node as usize);
+        let req = &self.snap.task_resreq[t * d..(t + 1) * d];
+        for (on, column) in [
+            (used, &mut self.snap.node_used),
+            (releasing, &mut self.snap.node_releasing),
+            (pipelined, &mut self.snap.node_pipelined),
+        ] {
+            if on {
+                for (x, r) in column[n * d..(n + 1) * d].iter_mut().zip(req) {
+                    *x += sign * r;
+                }
             }
         }
     }
@@ -330,12 +339,8 @@ impl Session {
         for (i, &t) in delta.tasks.iter().enumerate() {
             let ti = t as usize;
             let (old, new) = (self.snap.task_status[ti], delta.task_status[i]);
-            // Most moves (allocated → bound → running) leave the counters as
-            // they are: skipping them spares two passes per task.
-            if counters(old) != counters(new) {
-                self.count(t, old, -1);
-                self.count(t, new, 1);
-            }
+            // Most moves (allocated → bound → running) leave the counters as they are.
+            self.recount(t, counters(old), counters(new));
             self.snap.task_status[ti] = new;
             self.snap.task_node[ti] = delta.task_node[i];
             self.snap.task_started_ms[ti] = delta.task_started_ms[i];
@@ -357,15 +362,15 @@ impl Session {
 
     /// Applies one event; returns the task's previous status.
     pub fn apply(&mut self, e: &Event) -> TaskStatus {
-        let t = e.task;
-        let old = self.snap.task_status[t as usize];
-        let old_node = self.snap.task_node[t as usize];
-        self.count(t, old, -1);
-        self.place(t, old_node, old, -1.0);
-        self.snap.task_status[t as usize] = e.status;
-        self.snap.task_node[t as usize] = e.node;
-        self.count(t, e.status, 1);
-        self.place(t, e.node, e.status, 1.0);
+        let t = e.task as usize;
+        let (old, old_node) = (self.snap.task_status[t], self.snap.task_node[t]);
+        self.recount(e.task, counters(old), counters(e.status));
+        if old_node != e.node || node_share(old) != node_share(e.status) {
+            self.place(e.task, old_node, old, -1.0);
+            self.place(e.task, e.node, e.status, 1.0);
+        }
+        self.snap.task_status[t] = e.status;
+        self.snap.task_node[t] = e.node;
         old
     }
 }
@@ -373,6 +378,54 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::Groups;
+
+    /// A session that applied events equals one built from the snapshot they
+    /// lead to: columns, node rows and the counters derived from statuses.
+    #[test]
+    fn events_bring_the_session_to_the_snapshot_they_describe() {
+        use crate::testing::SnapshotBuilder;
+        use crate::types::{Event, EventKind, TaskStatus as S};
+        // Tasks as (status, node) before and after; a best-effort task moves too.
+        let moves = [
+            ((S::Pending, super::NONE), (S::Allocated, 1)),
+            // The same node, another column: pipelined → used, used → releasing.
+            ((S::Pipelined, 0), (S::Allocated, 0)),
+            ((S::Running, 1), (S::Releasing, 1)),
+            ((S::Allocated, 0), (S::Pending, super::NONE)),
+            ((S::Bound, 1), (S::Running, 1)),
+            ((S::Pending, super::NONE), (S::Pipelined, 1)),
+        ];
+        let cluster = |after: bool| {
+            let mut b = SnapshotBuilder::new(&[]);
+            b.node(&[8000.0, 16e9]);
+            b.node(&[8000.0, 16e9]);
+            let q = b.queue(1.0);
+            let j = b.job(q, 3);
+            for (i, (before, later)) in moves.iter().enumerate() {
+                let (status, node) = if after { *later } else { *before };
+                let request = if i == 5 { [0.0, 0.0] } else { [100.0 * (i + 1) as f64, 1e9] };
+                b.task(j, &request, status, node);
+            }
+            b.build()
+        };
+        let (mut s, want) = (cluster(false), cluster(true));
+        // After: ready = two Allocated and a Running; one waits (Pipelined); valid adds the Pending.
+        assert_eq!((&want.job_ready, &want.job_waiting, &want.job_valid), (&vec![3], &vec![1], &vec![5]));
+        for (t, &(_, (status, node))) in moves.iter().enumerate() {
+            let kind = if node == super::NONE { EventKind::Deallocate } else { EventKind::Allocate };
+            let old = s.apply(&Event { kind, task: t as u32, node, status });
+            assert_eq!(old, moves[t].0 .0);
+        }
+        assert_eq!((&s.snap.task_status, &s.snap.task_node), (&want.snap.task_status, &want.snap.task_node));
+        assert_eq!(
+            (&s.snap.node_used, &s.snap.node_releasing, &s.snap.node_pipelined),
+            (&want.snap.node_used, &want.snap.node_releasing, &want.snap.node_pipelined)
+        );
+        assert_eq!(
+            (&s.job_ready, &s.job_waiting, &s.job_pending_best_effort, &s.job_valid, &s.job_allocated),
+            (&want.job_ready, &want.job_waiting, &want.job_pending_best_effort, &want.job_valid, &want.job_allocated)
+        );
+    }
 
     /// A session updated by a delta equals one built from the new snapshot:
     /// columns and the counters derived from task statuses.

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use tephra_sdk::bindings::tephra::scheduler::host::Kind;
 use tephra_sdk::resource::EPSILON;
 use tephra_sdk::{
-    is_allocated, log, Args, Event, EventKind, ExtensionPoint as P, Policy, Session, TaskStatus, Unfit, NONE,
+    is_allocated, log, Args, Event, EventKind, ExtensionPoint as P, Fits, Policy, Session, TaskStatus, Unfit, NONE,
 };
 
 /// The node label naming a node's group.
@@ -459,7 +459,51 @@ impl NodeGroup {
     fn group_name(&self, g: u32) -> &str {
         &self.groups[g as usize]
     }
+
+    /// The task's queue and the affinity that applies to it, worked out once
+    /// per predicate call (step 1 of the module docs fails every node).
+    fn admission(&self, s: &Session, task: u32) -> Result<Admission<'_>, Unfit> {
+        let Some(q) = task_queue(s, task) else { return Err(Unfit::unresolvable(JOB_MISSING)) };
+        let queue = self.queues.get(q as usize);
+        if let Some(reason) = queue.and_then(|q| q.invalid_limits.as_ref()) {
+            return Err(Unfit::unresolvable(reason.as_str()));
+        }
+        Ok((queue, queue.and_then(|q| q.affinity).map(|a| &self.affinities[a])))
+    }
+
+    /// Whether `node` admits `task` (steps 2–5 of the module docs).
+    fn admits(&self, s: &Session, task: u32, (queue, affinity): Admission<'_>, node: u32) -> Result<(), Unfit> {
+        let g = self.node_group.get(node as usize).copied().unwrap_or(NONE);
+        if g == NONE {
+            let cached =
+                |m: &Option<Arc<str>>| Unfit::unresolvable(m.clone().unwrap_or_else(|| "unlabelled node".into()));
+            return match (self.strict, affinity) {
+                (false, None) => Ok(()),
+                (true, _) => Err(cached(&self.reasons.no_label_strict)),
+                (false, Some(_)) => Err(cached(&self.reasons.no_label_affinity)),
+            };
+        }
+        let reason = |k: usize| Unfit::unresolvable(self.reasons.per_group[g as usize][k].clone());
+        let Some(affinity) = affinity else {
+            return Err(reason(0));
+        };
+        match affinity.verdict[g as usize] {
+            Verdict::Allowed => {}
+            Verdict::NotListed => return Err(reason(1)),
+            Verdict::AntiRequired => return Err(reason(2)),
+        }
+        if let Some(over) = queue.and_then(|queue| self.over_limit(s, queue, task, g)) {
+            return Err(Unfit::unresolvable(format!(
+                "the queue's resource limit in nodegroup \"{}\" would be exceeded: {over}",
+                self.group_name(g)
+            )));
+        }
+        Ok(())
+    }
 }
+
+/// A task's queue, and the node-group affinity that applies to it.
+type Admission<'a> = (Option<&'a Queue>, Option<&'a Affinity>);
 
 impl Policy for NodeGroup {
     const NAME: &'static str = "nodegroup";
@@ -492,38 +536,21 @@ impl Policy for NodeGroup {
     }
 
     fn predicate(&mut self, s: &Session, task: u32, node: u32) -> Result<(), Unfit> {
-        let Some(q) = task_queue(s, task) else { return Err(Unfit::unresolvable(JOB_MISSING)) };
-        let queue = self.queues.get(q as usize);
-        if let Some(reason) = queue.and_then(|q| q.invalid_limits.as_ref()) {
-            return Err(Unfit::unresolvable(reason.clone()));
+        let admission = self.admission(s, task)?;
+        self.admits(s, task, admission, node)
+    }
+
+    fn predicate_nodes(&mut self, s: &Session, task: u32, nodes: &[u32], fits: &mut Fits) {
+        match self.admission(s, task) {
+            Ok(admission) => {
+                for (i, &n) in nodes.iter().enumerate() {
+                    if let Err(why) = self.admits(s, task, admission, n) {
+                        fits.reject(i, &why);
+                    }
+                }
+            }
+            Err(why) => (0..nodes.len()).for_each(|i| fits.reject(i, &why)),
         }
-        let affinity = queue.and_then(|q| q.affinity).map(|a| &self.affinities[a]);
-        let g = self.node_group.get(node as usize).copied().unwrap_or(NONE);
-        if g == NONE {
-            let cached =
-                |m: &Option<Arc<str>>| Unfit::unresolvable(m.clone().unwrap_or_else(|| "unlabelled node".into()));
-            return match (self.strict, affinity) {
-                (false, None) => Ok(()),
-                (true, _) => Err(cached(&self.reasons.no_label_strict)),
-                (false, Some(_)) => Err(cached(&self.reasons.no_label_affinity)),
-            };
-        }
-        let group = self.group_name(g);
-        let reason = |k: usize| Unfit::unresolvable(self.reasons.per_group[g as usize][k].clone());
-        let Some(affinity) = affinity else {
-            return Err(reason(0));
-        };
-        match affinity.verdict[g as usize] {
-            Verdict::Allowed => {}
-            Verdict::NotListed => return Err(reason(1)),
-            Verdict::AntiRequired => return Err(reason(2)),
-        }
-        if let Some(over) = queue.and_then(|queue| self.over_limit(s, queue, task, g)) {
-            return Err(Unfit::unresolvable(format!(
-                "the queue's resource limit in nodegroup \"{group}\" would be exceeded: {over}"
-            )));
-        }
-        Ok(())
     }
 
     fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {

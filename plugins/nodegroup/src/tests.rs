@@ -87,6 +87,13 @@ impl Cluster {
 /// (unschedulable and unresolvable).
 fn statuses(rt: &mut Runtime<NodeGroup>, task: u32, nodes: &[u32]) -> Vec<&'static str> {
     let fit = rt.predicate(task, nodes);
+    // The per-node predicate agrees with the batch that answered.
+    let s = rt.session.as_ref().unwrap();
+    for (i, &n) in nodes.iter().enumerate() {
+        let one = rt.plugin.predicate(s, task, n).err().map(|u| (u.message.to_string(), u.unresolvable));
+        let batch = fit.codes[i].checked_sub(1).map(|k| &fit.reasons[k as usize]);
+        assert_eq!(one, batch.map(|r| (r.message.clone(), r.unresolvable)), "node {n}");
+    }
     fit.codes
         .iter()
         .map(|&c| match c {

@@ -47,25 +47,24 @@ fn most_requested(requested: i64, capacity: i64) -> i64 {
     requested.min(capacity) * MAX_SCORE / capacity
 }
 
-/// `(1 − std) × 100` of the fractions, each capped at 1 (at most 3 dims;
-/// no allocation: this runs for every node of every task).
-fn balanced(dims: &[(i64, i64)]) -> i64 {
-    let mut buf = [0.0; 3];
-    let mut n = 0;
-    for &(r, a) in dims.iter().filter(|d| d.1 != 0).take(3) {
+/// `(1 − std) × 100` of the requested/allocatable fractions of cpu, memory
+/// and (when requested) gpus, each capped at 1; a dimension without
+/// capacity is left out. Values, not a buffer: this runs for every node of
+/// every task, and a local array indexed at run time lives in linear memory
+/// in Wasm.
+fn balanced(cpu: (i64, i64), memory: (i64, i64), gpu: Option<(i64, i64)>) -> i64 {
+    let fraction = |(r, a): (i64, i64)| {
         let f = r as f64 / a as f64;
         // Not `min`: a libm call in Wasm; `f` is never NaN (a ≠ 0).
-        buf[n] = if f < 1.0 { f } else { 1.0 };
-        n += 1;
-    }
-    let f = &buf[..n];
-    let std = match f.len() {
-        0 | 1 => 0.0,
-        2 => ((f[0] - f[1]) / 2.0).abs(),
-        n => {
-            let mean = f.iter().sum::<f64>() / n as f64;
-            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64).sqrt()
+        (a != 0).then_some(if f < 1.0 { f } else { 1.0 })
+    };
+    let std = match (fraction(cpu), fraction(memory), gpu.and_then(fraction)) {
+        (Some(a), Some(b), Some(c)) => {
+            let mean = (a + b + c) / 3.0;
+            (((a - mean) * (a - mean) + (b - mean) * (b - mean) + (c - mean) * (c - mean)) / 3.0).sqrt()
         }
+        (Some(a), Some(b), None) | (Some(a), None, Some(b)) | (None, Some(a), Some(b)) => ((a - b) / 2.0).abs(),
+        _ => 0.0,
     };
     ((1.0 - std) * MAX_SCORE as f64) as i64
 }
@@ -128,8 +127,7 @@ impl NodeOrder {
             score += self.most * mean(&cpu_mem, most_requested) as f64;
         }
         if task.balanced {
-            let dims = [cpu_mem[0], cpu_mem[1], task.gpu.map_or((0, 0), pair)];
-            score += self.balanced * balanced(&dims[..if task.gpu.is_some() { 3 } else { 2 }]) as f64;
+            score += self.balanced * balanced(cpu_mem[0], cpu_mem[1], task.gpu.map(pair)) as f64;
         }
         score
     }
