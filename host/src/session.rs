@@ -892,7 +892,7 @@ fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: Ta
     }
 }
 
-fn empty_snapshot(dims: Vec<String>) -> Snapshot {
+pub(crate) fn empty_snapshot(dims: Vec<String>) -> Snapshot {
     let d = dims.len();
     Snapshot {
         dims,

@@ -40,7 +40,7 @@ pub struct Fits {
 
 impl Fits {
     /// Every one of `nodes` fits until rejected.
-    pub fn new(nodes: usize) -> Self {
+    pub(crate) fn new(nodes: usize) -> Self {
         Fits { codes: vec![0; nodes], reasons: Vec::new() }
     }
 
