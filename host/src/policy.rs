@@ -69,7 +69,7 @@ pub struct Slot {
     holds: Option<u64>,
     /// Sessions opened from a delta.
     updates: u64,
-    /// How long its last open took: what [`share_out`] balances.
+    /// How long its last open took: the opening queue takes the slowest first.
     last_open: std::time::Duration,
 }
 
@@ -220,7 +220,7 @@ impl Policies {
                 // A panic (not a fault value: unreachable in practice) fails
                 // only the plugin it hit.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open_one(slot)))
-                    .unwrap_or_else(|_| Err("the opening thread panicked".into()));
+                    .unwrap_or_else(|_| Err("the host panicked while opening it".into()));
                 slot.last_open = started.elapsed();
                 slot.busy += slot.last_open;
                 if let Err(e) = r {
