@@ -76,6 +76,15 @@ fn counters(status: TaskStatus) -> u8 {
         | bit(is_allocated(status), ALLOCATED)
 }
 
+/// Adds `req` into `row`, or takes it off.
+fn shift(row: &mut [f64], req: &[f64], adding: bool) {
+    if adding {
+        resource::add(row, req)
+    } else {
+        resource::sub(row, req)
+    }
+}
+
 /// Members by owner, in member order, laid out in one array (a list per
 /// owner would be tens of thousands of allocations per session).
 struct Groups {
@@ -293,17 +302,15 @@ impl Session {
         }
         step(&mut self.job_valid[j], VALID);
         if (was ^ now) & ALLOCATED != 0 {
-            let (d, sign) = (self.d, if now & ALLOCATED != 0 { 1.0 } else { -1.0 });
+            let d = self.d;
             let req = &self.snap.task_resreq[t as usize * d..(t as usize + 1) * d];
-            for (held, r) in self.job_allocated[j * d..(j + 1) * d].iter_mut().zip(req) {
-                *held += sign * r;
-            }
+            shift(&mut self.job_allocated[j * d..(j + 1) * d], req, now & ALLOCATED != 0);
         }
     }
 
-    /// Adds (`sign` 1) or takes off (-1) task `t`'s request on `node`, in the
-    /// columns `status` counts it in.
-    fn place(&mut self, t: u32, node: u32, status: TaskStatus, sign: f64) {
+    /// Adds (or takes off) task `t`'s request on `node`, in the columns
+    /// `status` counts it in.
+    fn place(&mut self, t: u32, node: u32, status: TaskStatus, adding: bool) {
         if node == NONE || node as usize >= self.nodes() {
             return;
         }
@@ -316,9 +323,7 @@ impl Session {
             (pipelined, &mut self.snap.node_pipelined),
         ] {
             if on {
-                for (x, r) in column[n * d..(n + 1) * d].iter_mut().zip(req) {
-                    *x += sign * r;
-                }
+                shift(&mut column[n * d..(n + 1) * d], req, adding);
             }
         }
     }
@@ -366,8 +371,8 @@ impl Session {
         let (old, old_node) = (self.snap.task_status[t], self.snap.task_node[t]);
         self.recount(e.task, counters(old), counters(e.status));
         if old_node != e.node || node_share(old) != node_share(e.status) {
-            self.place(e.task, old_node, old, -1.0);
-            self.place(e.task, e.node, e.status, 1.0);
+            self.place(e.task, old_node, old, false);
+            self.place(e.task, e.node, e.status, true);
         }
         self.snap.task_status[t] = e.status;
         self.snap.task_node[t] = e.node;
