@@ -59,6 +59,10 @@ struct Run {
     opens: Vec<Duration>,
     /// Opens of sessions on a cluster that did not change since the last one.
     idle_opens: Vec<Duration>,
+    /// Per plugin, its part of the second open (after the first cycle's binds).
+    second_open: Vec<(String, Duration)>,
+    /// The plugins' part of the second open, wall clock.
+    second_plugins: Duration,
     actions: BTreeMap<String, Duration>,
     /// Seconds inside each plugin's calls, and the number of calls.
     plugins: BTreeMap<String, (f64, u64)>,
@@ -85,6 +89,10 @@ fn run(cluster: &Cluster, config: &SchedulerConfig, lib: Option<&Library>) -> Ru
         let mut ssn =
             Session::open_cached(&mut cache, &c, pol, &none, cycle * 1000, 42 + cycle as u64, &Default::default());
         r.opens.push(start.elapsed());
+        if cycle == 1 {
+            r.second_open = ssn.policies.open_times();
+            r.second_plugins = ssn.policies.opened_in;
+        }
         ssn.actions = config.actions.clone();
         for a in &config.actions {
             let t = Instant::now();
@@ -176,7 +184,12 @@ fn main() {
             }
             let r = run(&cluster, &config, l);
             totals.push(r.placing.as_secs_f64());
-            later_opens.push((label, r.opens[1..].to_vec(), r.idle_opens.clone()));
+            later_opens.push((
+                label,
+                r.opens[1..].to_vec(),
+                r.idle_opens.clone(),
+                (r.second_plugins, r.second_open.clone()),
+            ));
             let acts: Vec<String> = r.actions.iter().map(|(a, d)| format!("{a} {:.2}", d.as_secs_f64())).collect();
             let mut plugs: Vec<(&String, &(f64, u64))> = r.plugins.iter().collect();
             plugs.sort_by(|a, b| b.1 .0.total_cmp(&a.1 .0));
@@ -195,7 +208,7 @@ fn main() {
                 plugs.join(", ")
             );
         }
-        for (label, opens, idle) in &later_opens {
+        for (label, opens, idle, (plugins, second)) in &later_opens {
             let ms = |v: &[Duration]| v.iter().map(|d| format!("{:.1}", d.as_secs_f64() * 1e3)).collect::<Vec<_>>();
             println!(
                 "{label}: session open: first (full build) in the table; later, from the last session: {} ms; \
@@ -203,6 +216,16 @@ fn main() {
                 ms(opens).join(", "),
                 ms(idle).join(", ")
             );
+            let mut second = second.clone();
+            second.sort_by_key(|p| std::cmp::Reverse(p.1));
+            let parts: Vec<String> = second.iter().map(|(p, d)| format!("{p} {:.1}", d.as_secs_f64() * 1e3)).collect();
+            if !parts.is_empty() {
+                println!(
+                    "{label}: of the second open, the plugins took {:.1} ms on two threads: {}",
+                    plugins.as_secs_f64() * 1e3,
+                    parts.join(", ")
+                );
+            }
         }
         if let [wasm, native] = totals[..] {
             println!("wasm / native time to place: {:.2}x", wasm / native);

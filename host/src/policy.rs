@@ -107,6 +107,8 @@ pub struct Policies {
     /// Config-file semantics: unset switches are on.
     pub unset_is_on: bool,
     pub faults: Vec<Fault>,
+    /// How long the plugins' part of the last session open took.
+    pub opened_in: std::time::Duration,
 }
 
 /// Plugins with their place in the tiers.
@@ -149,7 +151,7 @@ pub fn point_name(p: P) -> &'static str {
 
 impl Policies {
     pub fn new(tiers: Vec<Vec<Slot>>, unset_is_on: bool) -> Self {
-        Policies { tiers, unset_is_on, faults: Vec::new() }
+        Policies { tiers, unset_is_on, faults: Vec::new(), opened_in: Default::default() }
     }
 
     fn enabled(&self, slot: &Slot, point: P) -> bool {
@@ -190,6 +192,7 @@ impl Policies {
     /// [`Policies::close_as`]) gets only `delta`, the others the snapshot.
     pub fn open_from(&mut self, snap: &Snapshot, names: &Arc<Names>, delta: Option<(u64, &SnapshotDelta)>) {
         self.faults.clear();
+        let started = std::time::Instant::now();
         // Two threads take plugins from one queue, the slowest first, each
         // the next as it finishes. (Split in halves by count, proportion and
         // nodegroup opened on one thread after a big cycle: 20 ms of work
@@ -239,6 +242,7 @@ impl Policies {
         faults.extend(theirs.unwrap_or_default());
         faults.sort_by_key(|(i, _)| *i);
         self.faults.extend(faults.into_iter().map(|(_, f)| f));
+        self.opened_in = started.elapsed();
     }
 
     /// Closes the session in every plugin; one that faulted in it starts the
@@ -642,6 +646,11 @@ impl Policies {
                 r
             })
             .collect()
+    }
+
+    /// Per plugin, how long its last session took to open.
+    pub fn open_times(&self) -> Vec<(String, std::time::Duration)> {
+        self.tiers.iter().flatten().map(|s| (s.conf.name.clone(), s.last_open)).collect()
     }
 
     /// Names of plugins in tier order.

@@ -45,7 +45,7 @@ pub use args::{parse_duration, Args};
 pub use policy::{Fits, Policy, Unfit};
 pub use runtime::Runtime;
 pub use session::{is_allocated, node_share, Session, NONE};
-pub use testing::SnapshotBuilder;
+pub use testing::{delta, SnapshotBuilder};
 pub use types::{Event, EventKind, ExtensionPoint, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
 
 /// The contract version this SDK implements.

@@ -74,6 +74,18 @@ pub trait Policy: Default {
     fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
         Ok(())
     }
+    /// Called instead of [`Policy::open`] on the policy that served the last
+    /// session, when the next one continues it (the host sent a delta).
+    /// Between the two only the tasks' statuses, nodes and start times, the
+    /// nodes' usage and locks, the jobs' phases, the reservation targets and
+    /// the clock changed (not as events: `on_event` saw none of it). Keep
+    /// what depends on nothing else (indexes of labels, specs, parsed
+    /// arguments if `args` are the same), bring the rest up to date, and
+    /// answer `Ok(true)`; `Ok(false)`, the default, has the policy replaced by
+    /// a `Default` one and opened afresh.
+    fn resume(&mut self, s: &Session, args: &Args) -> Result<bool, String> {
+        Ok(false)
+    }
     fn close(&mut self, s: &Session) {}
     /// Called after `s` has applied the event; `old` is the task's previous status.
     fn on_event(&mut self, s: &Session, e: &Event, old: TaskStatus) {}

@@ -14,6 +14,8 @@ pub struct Runtime<P: Policy> {
     pub session: Option<Session>,
     /// The last closed session, for `update_session` to start from.
     last: Option<Session>,
+    /// Whether the policy resumed the current session rather than opening it.
+    resumed: bool,
 }
 
 macro_rules! with_session {
@@ -37,21 +39,52 @@ impl<P: Policy> Runtime<P> {
 
     pub fn open_session(&mut self, snapshot: Snapshot, args: Vec<(String, String)>) -> Result<(), String> {
         self.last = None;
+        self.resumed = false;
         self.start(Session::new(snapshot), args)
     }
 
     /// The last closed session brought up to date; `Ok(false)` without one.
+    /// The policy resumes from where it was ([`Policy::resume`]) or opens anew.
     pub fn update_session(&mut self, delta: &SnapshotDelta, args: Vec<(String, String)>) -> Result<bool, String> {
         let Some(mut session) = self.last.take() else { return Ok(false) };
         session.update(delta)?;
-        self.start(session, args).map(|()| true)
+        let args = Args::from_pairs(args);
+        let r = self.plugin.resume(&session, &args);
+        self.resumed = r == Ok(true);
+        let r = match r {
+            Ok(true) => Ok(()),
+            Ok(false) => self.open_afresh(&session, &args),
+            Err(e) => Err(e),
+        };
+        self.session = Some(session);
+        r.map(|()| true)
     }
 
     fn start(&mut self, session: Session, args: Vec<(String, String)>) -> Result<(), String> {
-        self.plugin = P::default();
-        let r = self.plugin.open(&session, &Args::from_pairs(args));
+        let r = self.open_afresh(&session, &Args::from_pairs(args));
         self.session = Some(session);
         r
+    }
+
+    fn open_afresh(&mut self, session: &Session, args: &Args) -> Result<(), String> {
+        self.plugin = P::default();
+        self.plugin.open(session, args)
+    }
+
+    /// Whether the policy resumed the current session ([`Policy::resume`]).
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// Closes the session and opens the next one on `next` as the host
+    /// does when only statuses moved: from a delta (see
+    /// [`crate::testing::delta`]). A test then compares the answers with a
+    /// policy opened afresh on `next`.
+    pub fn continue_on(&mut self, next: &Snapshot, args: Vec<(String, String)>) -> Result<bool, String> {
+        self.close_session();
+        let Some(last) = self.last.as_ref() else { return Ok(false) };
+        let delta = crate::testing::delta(&last.snap, next);
+        self.update_session(&delta, args)
     }
 
     pub fn close_session(&mut self) {

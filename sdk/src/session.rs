@@ -27,6 +27,10 @@ pub struct Session {
     pub job_valid: Vec<u32>,
     /// Per job, row-major: Σ requests of tasks in Allocated..Running.
     pub job_allocated: Vec<f64>,
+    /// Per job: tasks in Allocated..Running (those `job_allocated` sums).
+    pub job_allocated_tasks: Vec<u32>,
+    /// Per job, row-major: Σ requests of Pending tasks.
+    pub job_pending: Vec<f64>,
     /// Per job, row-major: `minResources` as a dense row (read per call by
     /// quota policies, so it is laid out once).
     job_min: Vec<f64>,
@@ -45,16 +49,16 @@ pub fn node_share(status: TaskStatus) -> (bool, bool, bool) {
 }
 
 /// Volcano's `AllocatedStatus`: the task holds resources on its node.
-pub fn is_allocated(status: TaskStatus) -> bool {
+pub const fn is_allocated(status: TaskStatus) -> bool {
     use TaskStatus::*;
     matches!(status, Allocated | Binding | Bound | Running)
 }
 
-fn is_ready(status: TaskStatus) -> bool {
-    is_allocated(status) || status == TaskStatus::Succeeded
+const fn is_ready(status: TaskStatus) -> bool {
+    is_allocated(status) || matches!(status, TaskStatus::Succeeded)
 }
 
-fn is_valid(status: TaskStatus) -> bool {
+const fn is_valid(status: TaskStatus) -> bool {
     is_ready(status) || matches!(status, TaskStatus::Pipelined | TaskStatus::Pending)
 }
 
@@ -67,13 +71,37 @@ const ALLOCATED: u8 = 1 << 4;
 
 /// The counters a task in `status` adds to (`PENDING` only matters for a
 /// best-effort task): equal bits, equal contributions.
-fn counters(status: TaskStatus) -> u8 {
-    let bit = |on: bool, b: u8| if on { b } else { 0 };
+const fn counters_of(status: TaskStatus) -> u8 {
+    const fn bit(on: bool, b: u8) -> u8 {
+        if on {
+            b
+        } else {
+            0
+        }
+    }
     bit(is_ready(status), READY)
-        | bit(status == TaskStatus::Pipelined, WAITING)
-        | bit(status == TaskStatus::Pending, PENDING)
+        | bit(matches!(status, TaskStatus::Pipelined), WAITING)
+        | bit(matches!(status, TaskStatus::Pending), PENDING)
         | bit(is_valid(status), VALID)
         | bit(is_allocated(status), ALLOCATED)
+}
+
+/// [`counters_of`] by the status's discriminant: a delta moves tens of
+/// thousands of tasks, and in Wasm a load is cheaper than the tests.
+const COUNTERS: [u8; 10] = {
+    use TaskStatus::*;
+    let all = [Pending, Allocated, Pipelined, Binding, Bound, Running, Releasing, Succeeded, Failed, Unknown];
+    let mut table = [0; 10];
+    let mut i = 0;
+    while i < all.len() {
+        table[all[i] as usize] = counters_of(all[i]);
+        i += 1;
+    }
+    table
+};
+
+fn counters(status: TaskStatus) -> u8 {
+    COUNTERS[status as usize]
 }
 
 /// Adds `req` into `row`, or takes it off.
@@ -147,6 +175,8 @@ impl Session {
             job_pending_best_effort: vec![0; jobs],
             job_valid: vec![0; jobs],
             job_allocated: vec![0.0; jobs * d],
+            job_allocated_tasks: vec![0; jobs],
+            job_pending: vec![0.0; jobs * d],
             job_min,
             best_effort,
         };
@@ -223,6 +253,11 @@ impl Session {
     pub fn job_allocated(&self, j: u32) -> &[f64] {
         Self::row(&self.job_allocated, j, self.d)
     }
+    /// Σ requests of the job's Pending tasks.
+    #[inline]
+    pub fn job_pending(&self, j: u32) -> &[f64] {
+        Self::row(&self.job_pending, j, self.d)
+    }
     pub fn total(&self) -> &[f64] {
         &self.snap.total
     }
@@ -261,11 +296,11 @@ impl Session {
         self.snap.job_phase[j as usize]
     }
     /// PodGroup `minResources` as a dense row, or `None` when unset.
-    pub fn job_min_resources(&self, j: u32) -> Option<Vec<f64>> {
+    pub fn job_min_resources(&self, j: u32) -> Option<&[f64]> {
         if !self.snap.job_has_min_resources[j as usize] {
             return None;
         }
-        Some(Self::row(&self.job_min, j, self.d).to_vec())
+        Some(Self::row(&self.job_min, j, self.d))
     }
     /// Volcano's `IsReady`: ready + pending best-effort ≥ minAvailable.
     pub fn job_is_ready(&self, j: u32) -> bool {
@@ -301,10 +336,14 @@ impl Session {
             step(&mut self.job_pending_best_effort[j], PENDING);
         }
         step(&mut self.job_valid[j], VALID);
+        step(&mut self.job_allocated_tasks[j], ALLOCATED);
+        let d = self.d;
+        let (req, rows) = (&self.snap.task_resreq[t as usize * d..(t as usize + 1) * d], j * d..(j + 1) * d);
         if (was ^ now) & ALLOCATED != 0 {
-            let d = self.d;
-            let req = &self.snap.task_resreq[t as usize * d..(t as usize + 1) * d];
-            shift(&mut self.job_allocated[j * d..(j + 1) * d], req, now & ALLOCATED != 0);
+            shift(&mut self.job_allocated[rows.clone()], req, now & ALLOCATED != 0);
+        }
+        if (was ^ now) & PENDING != 0 {
+            shift(&mut self.job_pending[rows], req, now & PENDING != 0);
         }
     }
 
@@ -341,14 +380,21 @@ impl Session {
         if !fits {
             return Err("snapshot-delta does not fit the kept session (lengths or ids)".into());
         }
-        for (i, &t) in delta.tasks.iter().enumerate() {
-            let ti = t as usize;
-            let (old, new) = (self.snap.task_status[ti], delta.task_status[i]);
+        // A column per loop: in Wasm, one loop over all four spills its
+        // pointers to the stack (a delta moves tens of thousands of tasks).
+        for (&t, &node) in delta.tasks.iter().zip(&delta.task_node) {
+            self.snap.task_node[t as usize] = node;
+        }
+        for (&t, &started) in delta.tasks.iter().zip(&delta.task_started_ms) {
+            self.snap.task_started_ms[t as usize] = started;
+        }
+        for (&t, &new) in delta.tasks.iter().zip(&delta.task_status) {
+            let old = std::mem::replace(&mut self.snap.task_status[t as usize], new);
             // Most moves (allocated → bound → running) leave the counters as they are.
-            self.recount(t, counters(old), counters(new));
-            self.snap.task_status[ti] = new;
-            self.snap.task_node[ti] = delta.task_node[i];
-            self.snap.task_started_ms[ti] = delta.task_started_ms[i];
+            let (was, now) = (counters(old), counters(new));
+            if was != now {
+                self.recount(t, was, now);
+            }
         }
         let d = self.d;
         for (i, &node) in delta.nodes.iter().enumerate() {
@@ -416,6 +462,9 @@ mod tests {
         let (mut s, want) = (cluster(false), cluster(true));
         // After: ready = two Allocated and a Running; one waits (Pipelined); valid adds the Pending.
         assert_eq!((&want.job_ready, &want.job_waiting, &want.job_valid), (&vec![3], &vec![1], &vec![5]));
+        // Allocated..Running holds three (Releasing does not count); the Pending one asks 400m.
+        assert_eq!((&want.job_allocated_tasks, want.job_pending(0)), (&vec![3], want.task_req(3)));
+        assert_eq!(want.job_pending(0)[0], 400.0);
         for (t, &(_, (status, node))) in moves.iter().enumerate() {
             let kind = if node == super::NONE { EventKind::Deallocate } else { EventKind::Allocate };
             let old = s.apply(&Event { kind, task: t as u32, node, status });
@@ -430,6 +479,7 @@ mod tests {
             (&s.job_ready, &s.job_waiting, &s.job_pending_best_effort, &s.job_valid, &s.job_allocated),
             (&want.job_ready, &want.job_waiting, &want.job_pending_best_effort, &want.job_valid, &want.job_allocated)
         );
+        assert_eq!((&s.job_allocated_tasks, &s.job_pending), (&want.job_allocated_tasks, &want.job_pending));
     }
 
     /// A session updated by a delta equals one built from the new snapshot:
@@ -487,6 +537,7 @@ mod tests {
             (&old.job_ready, &old.job_waiting, &old.job_valid, &old.job_allocated),
             (&new.job_ready, &new.job_waiting, &new.job_valid, &new.job_allocated)
         );
+        assert_eq!((&old.job_allocated_tasks, &old.job_pending), (&new.job_allocated_tasks, &new.job_pending));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Building snapshots by hand, for native unit tests of policy logic.
 
 use crate::session::{Session, NONE};
-use crate::types::{JobPhase, QueueState, Snapshot, TaskStatus};
+use crate::types::{JobPhase, QueueState, Snapshot, SnapshotDelta, TaskStatus};
 
 /// Builds a [`Snapshot`] one object at a time. Dimensions are cpu (millicores),
 /// memory (bytes), pods, then any scalars given to [`SnapshotBuilder::new`].
@@ -162,5 +162,32 @@ impl SnapshotBuilder {
 
     pub fn build(self) -> Session {
         Session::new(self.snap)
+    }
+}
+
+/// The `snapshot-delta` that takes a session of `old` to `new` as the host
+/// sends it: the tasks whose status, node or start time differ, every node's
+/// usage rows, and the per-cycle columns. The snapshots must differ in
+/// nothing else (the host sends a whole snapshot then).
+pub fn delta(old: &Snapshot, new: &Snapshot) -> SnapshotDelta {
+    let moved = |t: &usize| {
+        (old.task_status[*t], old.task_node[*t], old.task_started_ms[*t])
+            != (new.task_status[*t], new.task_node[*t], new.task_started_ms[*t])
+    };
+    let tasks: Vec<usize> = (0..new.task_job.len()).filter(moved).collect();
+    SnapshotDelta {
+        now_ms: new.now_ms,
+        task_status: tasks.iter().map(|&t| new.task_status[t]).collect(),
+        task_node: tasks.iter().map(|&t| new.task_node[t]).collect(),
+        task_started_ms: tasks.iter().map(|&t| new.task_started_ms[t]).collect(),
+        tasks: tasks.into_iter().map(|t| t as u32).collect(),
+        nodes: (0..new.node_unschedulable.len() as u32).collect(),
+        node_used: new.node_used.clone(),
+        node_releasing: new.node_releasing.clone(),
+        node_pipelined: new.node_pipelined.clone(),
+        node_locked_job: new.node_locked_job.clone(),
+        node_locked_queue: new.node_locked_queue.clone(),
+        job_phase: new.job_phase.clone(),
+        reservation_targets: new.reservation_targets.clone(),
     }
 }

@@ -65,8 +65,7 @@ use hierarchy::Tree;
 use quota::Res;
 use tephra_sdk::bindings::tephra::scheduler::host::Kind;
 use tephra_sdk::{
-    is_allocated, log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus,
-    Vote, NONE,
+    log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus, Vote, NONE,
 };
 
 /// What a job adds to its queue (and, in hierarchical mode, every ancestor).
@@ -82,7 +81,7 @@ struct Usage {
 fn job_usage(s: &Session, j: u32) -> Usage {
     let d = s.dims();
     let held = s.job_allocated(j).to_vec();
-    let placed = s.job_tasks(j).iter().filter(|&&t| is_allocated(s.task_status(t))).count() as u32;
+    let placed = s.job_allocated_tasks[j as usize];
     let min = s.job_min_resources(j);
     let mut inqueue = vec![0.0; d];
     if let Some(min) = &min {
@@ -659,7 +658,7 @@ impl Policy for Capacity {
         let Some(min) = s.job_min_resources(j) else { return Vote::Permit };
         for c in self.chain(q) {
             let Some(a) = self.attr(c) else { continue };
-            let short = a.short(&[&min, &a.inqueue], Some(&a.elastic), &min);
+            let short = a.short(&[min, &a.inqueue], Some(&a.elastic), min);
             if !short.is_empty() {
                 // Volcano records this as a PodGroup event; the contract has only logs.
                 log::debug(&format!(
@@ -679,7 +678,7 @@ impl Policy for Capacity {
         let chain: Vec<u32> = self.chain(s.job_queue(j)).collect();
         for c in chain {
             if let Some(a) = self.queues.get_mut(c as usize).and_then(Option::as_mut) {
-                for (x, m) in a.inqueue.iter_mut().zip(&min) {
+                for (x, m) in a.inqueue.iter_mut().zip(min) {
                     *x += m;
                 }
             }

@@ -101,6 +101,11 @@ impl Policy for Gang {
         Ok(())
     }
 
+    /// Roles come from PodGroup specs, which do not move between sessions that continue.
+    fn resume(&mut self, _: &Session, _: &Args) -> Result<bool, String> {
+        Ok(true)
+    }
+
     fn job_valid(&mut self, s: &Session, j: u32) -> Option<String> {
         if let Some((role, n, min)) = self.short_role(s, j, |t| is_valid(s.task_status(t))) {
             let role = s.str(role);
@@ -170,6 +175,40 @@ mod tests {
         let t = b.task(job, CPU, status, node);
         b.snap.task_role[t as usize] = role;
         t
+    }
+
+    #[test]
+    fn a_resumed_session_judges_jobs_by_their_statuses_now() {
+        // Two ps and two workers (minTaskMember 1 and 2, minAvailable 3); one
+        // worker's status changes between the sessions.
+        let cluster = |second: TaskStatus| {
+            let mut b = SnapshotBuilder::new(&[]);
+            let n = b.node(&[8000.0, 8e9, 110.0]);
+            let q = b.queue(1.0);
+            let j = b.job(q, 3);
+            let (ps, worker) = (role(&mut b, j, "ps", 1), role(&mut b, j, "worker", 2));
+            task(&mut b, j, ps, Running, n);
+            task(&mut b, j, ps, Pending, NONE);
+            task(&mut b, j, worker, Running, n);
+            task(&mut b, j, worker, second, if matches!(second, Pending | Failed) { NONE } else { n });
+            b.snap
+        };
+        let mut rt = tephra_sdk::Runtime::<Gang>::default();
+        rt.open_session(cluster(Pending), vec![]).unwrap();
+        let answers = |rt: &mut tephra_sdk::Runtime<Gang>| (rt.job_valid(0), rt.job_ready(0), rt.job_starving(0));
+        assert_eq!(answers(&mut rt), (None, false, true));
+        for second in [Running, Failed, Pending] {
+            let next = cluster(second);
+            assert_eq!(rt.continue_on(&next, vec![]), Ok(true));
+            assert!(rt.resumed());
+            let mut fresh = tephra_sdk::Runtime::<Gang>::default();
+            fresh.open_session(next, vec![]).unwrap();
+            assert_eq!(answers(&mut rt), answers(&mut fresh), "{second:?}");
+        }
+        // The last worker failed in between: the role is short.
+        rt.continue_on(&cluster(Failed), vec![]).unwrap();
+        assert!(rt.job_valid(0).is_some_and(|why| why.contains("worker")));
+        assert!(!answers(&mut rt).1);
     }
 
     #[test]

@@ -522,6 +522,26 @@ impl Policy for NodeGroup {
         Ok(())
     }
 
+    /// Groups, affinities and limits come from labels and queue specs, which
+    /// do not move between sessions that continue; what tasks hold in each
+    /// group is counted again (their statuses moved without events).
+    fn resume(&mut self, s: &Session, args: &Args) -> Result<bool, String> {
+        let switches = (
+            flag(args, "strict", true),
+            flag(args, "enablePreferredOrder", false),
+            flag(args, "enableHierarchy", false),
+        );
+        if switches != (self.strict, self.preferred_order, self.hierarchy) {
+            return Ok(false);
+        }
+        for q in &mut self.queues {
+            q.limits.values_mut().for_each(|l| l.allocated.fill(0.0));
+        }
+        self.count_existing(s);
+        self.warn_shortfalls(s);
+        Ok(true)
+    }
+
     fn on_event(&mut self, s: &Session, e: &Event, _old: TaskStatus) {
         if self.charged.is_empty() || e.task as usize >= self.charged.len() {
             return;

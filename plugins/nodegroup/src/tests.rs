@@ -575,6 +575,38 @@ fn limits_count_existing_tasks_that_hold_resources() {
 }
 
 #[test]
+fn a_resumed_session_counts_what_tasks_hold_now() {
+    // Task a's status in each session; b asks for 2 of group1's 3 cores.
+    let cluster = |a: TaskStatus| {
+        let (mut c, q, [n1, _]) = limit_cluster(r#"{"group1":{"cpu":"3"}}"#);
+        let j = c.job(q);
+        c.task(j, 2.0, GI, a, if a == Pending { NONE } else { n1 });
+        let b = c.task(j, 2.0, GI, Pending, NONE);
+        (c.b.snap, b, n1)
+    };
+    let (first, b, n1) = cluster(Pending);
+    let mut rt = Runtime::<NodeGroup>::default();
+    rt.open_session(first, vec![]).unwrap();
+    rt.on_events(&[ev(EventKind::Allocate, 0, n1, Allocated)]);
+    assert_eq!(status(&mut rt, b, n1), "UU");
+    // Bound and running, then finished: the statuses move without events.
+    for (a, want) in [(Running, "UU"), (Succeeded, "S"), (Running, "UU")] {
+        let next = cluster(a).0;
+        assert_eq!(rt.continue_on(&next, vec![]), Ok(true));
+        assert!(rt.resumed(), "{a:?}");
+        assert_eq!(status(&mut rt, b, n1), want, "{a:?}");
+        let mut fresh = Runtime::<NodeGroup>::default();
+        fresh.open_session(next, vec![]).unwrap();
+        assert_eq!(status(&mut fresh, b, n1), want, "{a:?}");
+    }
+    // Other switches: opened afresh.
+    let args = vec![("strict".to_string(), "false".to_string())];
+    assert_eq!(rt.continue_on(&cluster(Running).0, args), Ok(true));
+    assert!(!rt.resumed());
+    assert_eq!(status(&mut rt, b, n1), "UU");
+}
+
+#[test]
 fn evicting_a_running_task_frees_its_share_and_unevicting_takes_it_back() {
     let (mut c, q, [n1, _]) = limit_cluster(r#"{"group1":{"cpu":"3"}}"#);
     let j = c.job(q);

@@ -6,7 +6,7 @@
 //! optional per-dimension `overcommit-factor.<dim>`; factors below 1 become 1.2.
 
 use tephra_sdk::resource::{self, PODS};
-use tephra_sdk::{is_allocated, Args, ExtensionPoint as P, JobPhase, Policy, Session, Vote};
+use tephra_sdk::{Args, ExtensionPoint as P, JobPhase, Policy, Session, Vote};
 
 const FACTOR: &str = "overcommit-factor";
 const DEFAULT_FACTOR: f64 = 1.2;
@@ -43,11 +43,11 @@ impl Policy for Overcommit {
                 continue;
             };
             match s.job_phase(j) {
-                JobPhase::Inqueue => resource::add(&mut self.inqueue, &min),
+                JobPhase::Inqueue => resource::add(&mut self.inqueue, min),
                 // A Running gang still reserves what its allocations don't cover;
                 // below minMember it is not counted at all (Volcano's quirk).
-                JobPhase::Running if allocated_tasks(s, j) >= s.job_min_available(j) => {
-                    for ((q, m), a) in self.inqueue.iter_mut().zip(&min).zip(s.job_allocated(j)) {
+                JobPhase::Running if s.job_allocated_tasks[j as usize] >= s.job_min_available(j) => {
+                    for ((q, m), a) in self.inqueue.iter_mut().zip(min).zip(s.job_allocated(j)) {
                         *q += (m - a).max(0.0);
                     }
                 }
@@ -76,14 +76,9 @@ impl Policy for Overcommit {
 
     fn job_enqueued(&mut self, s: &Session, j: u32) {
         if let Some(min) = s.job_min_resources(j) {
-            resource::add(&mut self.inqueue, &min);
+            resource::add(&mut self.inqueue, min);
         }
     }
-}
-
-/// Tasks holding resources (Volcano's `CalculateAllocatedTaskNum`).
-fn allocated_tasks(s: &Session, j: u32) -> u32 {
-    s.job_tasks(j).iter().filter(|&&t| is_allocated(s.task_status(t))).count() as u32
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -114,6 +114,12 @@ impl Predicates {
         }
     }
 
+    fn switches(&mut self, args: &Args) -> Result<(), String> {
+        self.affinity = args.bool("predicate.NodeAffinityEnable", true)?;
+        self.taints = args.bool("predicate.TaintTolerationEnable", true)?;
+        Ok(())
+    }
+
     fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
         let taints = &s.snap.node_taints;
         self.hard_taints[node].iter().map(|&r| &taints[r]).find_map(|t| {
@@ -129,8 +135,7 @@ impl Policy for Predicates {
     const POINTS: &'static [P] = &[P::Predicate];
 
     fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
-        self.affinity = args.bool("predicate.NodeAffinityEnable", true)?;
-        self.taints = args.bool("predicate.TaintTolerationEnable", true)?;
+        self.switches(args)?;
         let sn = &s.snap;
         self.labels = group(s.nodes(), sn.node_labels.iter().map(|l| l.owner));
         for rows in &mut self.labels {
@@ -147,6 +152,12 @@ impl Policy for Predicates {
             rows.sort_by_key(|&r| sn.task_affinity[r].term);
         }
         Ok(())
+    }
+
+    /// The indexes cover labels, taints, selectors, tolerations and affinity
+    /// terms: none of them moves between sessions that continue.
+    fn resume(&mut self, _: &Session, args: &Args) -> Result<bool, String> {
+        self.switches(args).map(|()| true)
     }
 
     /// Unresolvable failures are reported before the pod count, so a node that
@@ -269,6 +280,48 @@ mod tests {
         b.b.snap.node_unschedulable[n as usize] = true;
         let off = [("predicate.NodeAffinityEnable", "false"), ("predicate.TaintTolerationEnable", "false")];
         assert!(b.run(&off, t, n).is_err());
+    }
+
+    #[test]
+    fn a_resumed_session_keeps_its_indexes_and_follows_its_arguments() {
+        // A node for two pods with a label, a task that selects it, one that
+        // selects another zone, and a third that runs there in the next session.
+        let cluster = |third: TaskStatus| {
+            let mut b = B::new();
+            let n = b.b.node(&[4000.0, 8e9, 2.0]);
+            b.label(n, "zone", "a");
+            let (here, there) = (b.task(), b.task());
+            b.select(here, "zone", "a");
+            b.select(there, "zone", "b");
+            b.b.task(b.job, &[1000.0, 1e9], TaskStatus::Running, n);
+            b.b.task(b.job, &[1000.0, 1e9], third, if third == TaskStatus::Pending { NONE } else { n });
+            (b.b.snap, here, there, n)
+        };
+        let pairs = |a: &[(&str, &str)]| a.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        let codes = |rt: &mut Runtime<Predicates>, t: u32, n: u32| {
+            let fit = rt.predicate(t, &[n]);
+            fit.codes[0].checked_sub(1).map(|k| fit.reasons[k as usize].message.clone())
+        };
+        let (first, here, there, n) = cluster(TaskStatus::Pending);
+        let mut rt = Runtime::<Predicates>::default();
+        rt.open_session(first, vec![]).unwrap();
+        assert_eq!((codes(&mut rt, here, n), codes(&mut rt, there, n)), (None, Some(AFFINITY.to_string())));
+        let off = pairs(&[("predicate.NodeAffinityEnable", "false")]);
+        for (third, args, want) in [
+            (TaskStatus::Running, vec![], (Some(PODS_EXCEEDED), Some(AFFINITY))),
+            (TaskStatus::Succeeded, vec![], (None, Some(AFFINITY))),
+            (TaskStatus::Succeeded, off.clone(), (None, None)),
+            (TaskStatus::Bound, off, (Some(PODS_EXCEEDED), Some(PODS_EXCEEDED))),
+        ] {
+            let next = cluster(third).0;
+            assert_eq!(rt.continue_on(&next, args.clone()), Ok(true));
+            assert!(rt.resumed());
+            let want = (want.0.map(str::to_string), want.1.map(str::to_string));
+            assert_eq!((codes(&mut rt, here, n), codes(&mut rt, there, n)), want, "{third:?} {args:?}");
+            let mut fresh = Runtime::<Predicates>::default();
+            fresh.open_session(next, args.clone()).unwrap();
+            assert_eq!((codes(&mut fresh, here, n), codes(&mut fresh, there, n)), want, "{third:?} {args:?}");
+        }
     }
 
     #[test]

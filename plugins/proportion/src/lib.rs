@@ -11,8 +11,7 @@ use std::collections::HashMap;
 use tephra_sdk::resource::{self, PODS};
 use tephra_sdk::types::Quantity;
 use tephra_sdk::{
-    is_allocated, log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus,
-    Vote,
+    log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus, Vote,
 };
 
 /// Session attributes of a queue that has jobs in the session.
@@ -80,37 +79,30 @@ impl Queue {
         }
     }
 
+    /// Adds job `j`'s rows, kept by the session, rather than its tasks one by one.
     fn add_job(&mut self, s: &Session, j: u32) {
-        let mut placed = 0;
-        for &t in s.job_tasks(j) {
-            let status = s.task_status(t);
-            if is_allocated(status) {
-                placed += 1;
-                resource::add(&mut self.allocated, s.task_req(t));
-                resource::add(&mut self.request, s.task_req(t));
-            } else if status == TaskStatus::Pending {
-                resource::add(&mut self.request, s.task_req(t));
-            }
-        }
         let held = s.job_allocated(j);
+        resource::add(&mut self.allocated, held);
+        resource::add(&mut self.request, held);
+        resource::add(&mut self.request, s.job_pending(j));
         let min = s.job_min_resources(j);
-        if let Some(min) = &min {
+        if let Some(min) = min {
             // A Running job reserves its remainder only while it has its gang
             // placed (a finished driver must not reserve again).
             let reserves = match s.job_phase(j) {
                 JobPhase::Inqueue => true,
-                JobPhase::Running => placed >= s.job_min_available(j),
+                JobPhase::Running => s.job_allocated_tasks[j as usize] >= s.job_min_available(j),
                 _ => false,
             };
             if reserves {
                 for (k, x) in self.inqueue.iter_mut().enumerate() {
-                    *x += (min[k] - held[k]).max(0.0);
+                    *x += positive(min[k] - held[k]);
                 }
             }
         }
         // Without minResources everything a job holds is elastic.
         for (k, x) in self.elastic.iter_mut().enumerate() {
-            *x += (held[k] - min.as_ref().map_or(0.0, |m| m[k])).max(0.0);
+            *x += positive(held[k] - min.map_or(0.0, |m| m[k]));
         }
     }
 
@@ -118,6 +110,16 @@ impl Queue {
     /// (Volcano compares these exactly, without ε).
     fn fits(&self, req: &[f64]) -> bool {
         (0..req.len()).all(|k| k == PODS || req[k] <= 0.0 || self.allocated[k] + req[k] <= self.deserved[k])
+    }
+}
+
+/// `x.max(0.0)` without a call: in Wasm `f64::max` is one, and it runs per
+/// job and dimension at every session open.
+fn positive(x: f64) -> f64 {
+    if x > 0.0 {
+        x
+    } else {
+        0.0
     }
 }
 
@@ -276,7 +278,7 @@ impl Policy for Proportion {
     fn job_enqueued(&mut self, s: &Session, j: u32) {
         if let Some(min) = s.job_min_resources(j) {
             if let Some(a) = self.job_attr_mut(s, j) {
-                resource::add(&mut a.inqueue, &min);
+                resource::add(&mut a.inqueue, min);
             }
         }
     }

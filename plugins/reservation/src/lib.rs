@@ -360,7 +360,7 @@ fn job_request(s: &Session, j: u32) -> Vec<f64> {
         }
     }
     if let Some(m) = s.job_min_resources(j) {
-        row.iter_mut().zip(m).for_each(|(r, m)| *r = r.max(m));
+        row.iter_mut().zip(m.iter().copied()).for_each(|(r, m)| *r = r.max(m));
     }
     row
 }
@@ -378,7 +378,7 @@ fn job_need(s: &Session, j: u32, pending: &[u32]) -> Vec<f64> {
     }
     // Not admitted yet, so no pods: the PodGroup's minResources says it.
     if let Some(m) = s.job_min_resources(j) {
-        row.iter_mut().zip(m).for_each(|(r, m)| *r = r.max(m));
+        row.iter_mut().zip(m.iter().copied()).for_each(|(r, m)| *r = r.max(m));
     }
     row
 }
