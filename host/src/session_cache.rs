@@ -125,20 +125,7 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
             basis.job_sig[j as usize] = sig;
         }
     }
-    let node_names = &k.names.nodes;
-    // A node by name; `was` (where the pod counted before, most often where
-    // it still is) is compared first, sparing a hash of the name.
-    let node_of = |n: &Option<String>, was: u32| match n {
-        Some(n) if node_names.get(was as usize) == Some(n) => was,
-        Some(n) => k.node_index.get(n).copied().unwrap_or(NONE),
-        None => NONE,
-    };
-    // Where a pod counts now: its node and status.
-    let placed =
-        |p: &crate::model::Pod, was: u32| (node_of(&p.node, was), task_status(p.phase, p.node.is_some(), p.deleting));
-    // Whether a pod moving from `a` to `b` changes node usage rows.
-    let shifts = |a: (u32, TaskStatus), b: (u32, TaskStatus)| a.0 != b.0 || node_share(a.1) != node_share(b.1);
-
+    let look = Lookup { c, names: &k.names.nodes, index: &k.node_index };
     let mut moved = Moved { base: basis.session, tasks: Vec::new(), nodes: Vec::new() };
     // Tasks to settle, marked rather than sorted (up to every task).
     let mut settle = vec![false; snap.task_job.len()];
@@ -153,7 +140,7 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         // Pods that are not tasks count on their nodes only.
         let p = &c.pods[i];
         let (old_node, old_status) = (basis.pod_node[i], basis.pod_status[i]);
-        let (node, status) = placed(p, old_node);
+        let (node, status) = look.placed(p, old_node);
         if shifts((old_node, old_status), (node, status)) {
             if !dense_row(&snap.dims, &p.requests, &mut req) {
                 return None;
@@ -168,32 +155,39 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         extra.job_tasks[j].iter().for_each(|&t| settle[t as usize] = true);
     }
 
-    for t in (0..settle.len() as u32).filter(|&t| settle[t as usize]) {
-        let ti = t as usize;
-        let p = &c.pods[extra.task_pod[ti]];
-        let (old_node, old_status) = (snap.task_node[ti], snap.task_status[ti]);
-        let (node, status) = placed(p, old_node);
-        if shifts((old_node, old_status), (node, status)) {
-            req.copy_from_slice(&snap.task_resreq[ti * d..(ti + 1) * d]);
-            move_on_nodes(snap, d, &req, (old_node, old_status), (node, status));
-            moved.nodes.extend([old_node, node]);
+    let todo: Vec<u32> = (0..settle.len() as u32).filter(|&t| settle[t as usize]).collect();
+    let jobs =
+        Jobs { task_job: &snap.task_job, task_resreq: &snap.task_resreq, d, sig: &basis.job_sig, reclass: &reclass };
+    let columns = Columns {
+        from: 0,
+        node: &mut snap.task_node,
+        status: &mut snap.task_status,
+        started: &mut snap.task_started_ms,
+        nominated: &mut extra.task_nominated,
+        class: &mut extra.task_class,
+    };
+    let shares = if todo.len() >= 2 * SETTLE_PER_THREAD {
+        // After a big cycle tens of thousands of pods moved; reading them is
+        // mostly waiting for memory, which two threads do at once.
+        let (a, b) = todo.split_at(todo.len() / 2);
+        let (first, second) = columns.split_at(b[0] as usize);
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| settle_tasks(&look, &jobs, &extra.task_pod, second, b));
+            let mine = settle_tasks(&look, &jobs, &extra.task_pod, first, a);
+            vec![mine, other.join().unwrap_or_else(|e| std::panic::resume_unwind(e))]
+        })
+    } else {
+        vec![settle_tasks(&look, &jobs, &extra.task_pod, columns, &todo)]
+    };
+    // Node rows move in task order, as one thread would have moved them.
+    for share in shares {
+        moved.tasks.extend(share.moved);
+        for (t, from, to) in share.shifts {
+            let t = t as usize;
+            req.copy_from_slice(&snap.task_resreq[t * d..(t + 1) * d]);
+            move_on_nodes(snap, d, &req, from, to);
+            moved.nodes.extend([from.0, to.0]);
         }
-        snap.task_node[ti] = node;
-        snap.task_status[ti] = status;
-        let started = p.started.unwrap_or(0);
-        if (node, status, started) != (old_node, old_status, snap.task_started_ms[ti]) {
-            moved.tasks.push(t);
-        }
-        snap.task_started_ms[ti] = started;
-        extra.task_nominated[ti] = node_of(&p.nominated_node, extra.task_nominated[ti]);
-        let j = snap.task_job[ti] as usize;
-        extra.task_class[ti] = match status {
-            TaskStatus::Pending if extra.task_class[ti] == 0 || reclass[j] => {
-                class_of(p, &snap.task_resreq[ti * d..(ti + 1) * d], basis.job_sig[j])
-            }
-            TaskStatus::Pending => extra.task_class[ti],
-            _ => 0,
-        };
     }
     snap.now_ms = now_ms;
     // Restored from the reservations when the session is assembled.
@@ -206,6 +200,116 @@ fn settle(mut k: Parts, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     moved.nodes.dedup();
     k.moved = Some(moved);
     Some(k)
+}
+
+/// Tasks to settle before a second thread helps (every split in unit tests,
+/// so that they take the two-thread path).
+const SETTLE_PER_THREAD: usize = if cfg!(test) { 1 } else { 4096 };
+
+/// Whether a pod moving from `a` to `b` changes node usage rows.
+fn shifts(a: Place, b: Place) -> bool {
+    a.0 != b.0 || node_share(a.1) != node_share(b.1)
+}
+
+/// Where pods are: the cluster and the kept session's node names.
+struct Lookup<'a> {
+    c: &'a Cluster,
+    names: &'a [String],
+    index: &'a crate::session::NameMap<String>,
+}
+
+impl Lookup<'_> {
+    /// A node by name; `was` (where the pod counted before, most often
+    /// where it still is) is compared first, sparing a hash of the name.
+    fn node_of(&self, n: &Option<String>, was: u32) -> u32 {
+        match n {
+            Some(n) if self.names.get(was as usize) == Some(n) => was,
+            Some(n) => self.index.get(n).copied().unwrap_or(NONE),
+            None => NONE,
+        }
+    }
+
+    /// Where a pod counts now: its node and status.
+    fn placed(&self, p: &crate::model::Pod, was: u32) -> Place {
+        (self.node_of(&p.node, was), task_status(p.phase, p.node.is_some(), p.deleting))
+    }
+}
+
+/// What a task's class depends on beyond its pod.
+struct Jobs<'a> {
+    task_job: &'a [u32],
+    task_resreq: &'a [f64],
+    d: usize,
+    sig: &'a [u64],
+    reclass: &'a [bool],
+}
+
+/// The task columns settling writes, from task `from` on.
+struct Columns<'a> {
+    from: usize,
+    node: &'a mut [u32],
+    status: &'a mut [TaskStatus],
+    started: &'a mut [i64],
+    nominated: &'a mut [u32],
+    class: &'a mut [u64],
+}
+
+impl<'a> Columns<'a> {
+    /// Tasks before `t`, and from `t` on.
+    fn split_at(self, t: usize) -> (Columns<'a>, Columns<'a>) {
+        let at = t - self.from;
+        let (node, node2) = self.node.split_at_mut(at);
+        let (status, status2) = self.status.split_at_mut(at);
+        let (started, started2) = self.started.split_at_mut(at);
+        let (nominated, nominated2) = self.nominated.split_at_mut(at);
+        let (class, class2) = self.class.split_at_mut(at);
+        (
+            Columns { from: self.from, node, status, started, nominated, class },
+            Columns { from: t, node: node2, status: status2, started: started2, nominated: nominated2, class: class2 },
+        )
+    }
+}
+
+/// Where a pod counts: its node and status.
+type Place = (u32, TaskStatus);
+
+/// One thread's settled tasks: those whose columns changed, and the moves
+/// of node usage still to make (task, from, to).
+struct Share {
+    moved: Vec<u32>,
+    shifts: Vec<(u32, Place, Place)>,
+}
+
+/// Brings `tasks` (ascending, all within `cols`) up to their pods.
+fn settle_tasks(look: &Lookup, jobs: &Jobs, task_pod: &[usize], cols: Columns, tasks: &[u32]) -> Share {
+    let mut out = Share { moved: Vec::new(), shifts: Vec::new() };
+    let d = jobs.d;
+    for &t in tasks {
+        let (ti, i) = (t as usize, t as usize - cols.from);
+        let p = &look.c.pods[task_pod[ti]];
+        let (old_node, old_status) = (cols.node[i], cols.status[i]);
+        let (node, status) = look.placed(p, old_node);
+        if shifts((old_node, old_status), (node, status)) {
+            out.shifts.push((t, (old_node, old_status), (node, status)));
+        }
+        cols.node[i] = node;
+        cols.status[i] = status;
+        let started = p.started.unwrap_or(0);
+        if (node, status, started) != (old_node, old_status, cols.started[i]) {
+            out.moved.push(t);
+        }
+        cols.started[i] = started;
+        cols.nominated[i] = look.node_of(&p.nominated_node, cols.nominated[i]);
+        let j = jobs.task_job[ti] as usize;
+        cols.class[i] = match status {
+            TaskStatus::Pending if cols.class[i] == 0 || jobs.reclass[j] => {
+                class_of(p, &jobs.task_resreq[ti * d..(ti + 1) * d], jobs.sig[j])
+            }
+            TaskStatus::Pending => cols.class[i],
+            _ => 0,
+        };
+    }
+    out
 }
 
 /// In debug builds (every test), an updated session must equal a full build.
