@@ -29,8 +29,6 @@ pub struct Session {
     pub job_allocated: Vec<f64>,
     /// Per job: tasks in Allocated..Running (those `job_allocated` sums).
     pub job_allocated_tasks: Vec<u32>,
-    /// Per job, row-major: Σ requests of Pending tasks.
-    pub job_pending: Vec<f64>,
     /// Per job, row-major: `minResources` as a dense row (read per call by
     /// quota policies, so it is laid out once).
     job_min: Vec<f64>,
@@ -176,7 +174,6 @@ impl Session {
             job_valid: vec![0; jobs],
             job_allocated: vec![0.0; jobs * d],
             job_allocated_tasks: vec![0; jobs],
-            job_pending: vec![0.0; jobs * d],
             job_min,
             best_effort,
         };
@@ -253,10 +250,10 @@ impl Session {
     pub fn job_allocated(&self, j: u32) -> &[f64] {
         Self::row(&self.job_allocated, j, self.d)
     }
-    /// Σ requests of the job's Pending tasks.
-    #[inline]
-    pub fn job_pending(&self, j: u32) -> &[f64] {
-        Self::row(&self.job_pending, j, self.d)
+    /// The job's Pending tasks (valid ones that are neither ready nor waiting).
+    pub fn job_pending_tasks(&self, j: u32) -> u32 {
+        let j = j as usize;
+        self.job_valid[j].saturating_sub(self.job_ready[j] + self.job_waiting[j])
     }
     pub fn total(&self) -> &[f64] {
         &self.snap.total
@@ -337,13 +334,10 @@ impl Session {
         }
         step(&mut self.job_valid[j], VALID);
         step(&mut self.job_allocated_tasks[j], ALLOCATED);
-        let d = self.d;
-        let (req, rows) = (&self.snap.task_resreq[t as usize * d..(t as usize + 1) * d], j * d..(j + 1) * d);
         if (was ^ now) & ALLOCATED != 0 {
-            shift(&mut self.job_allocated[rows.clone()], req, now & ALLOCATED != 0);
-        }
-        if (was ^ now) & PENDING != 0 {
-            shift(&mut self.job_pending[rows], req, now & PENDING != 0);
+            let d = self.d;
+            let req = &self.snap.task_resreq[t as usize * d..(t as usize + 1) * d];
+            shift(&mut self.job_allocated[j * d..(j + 1) * d], req, now & ALLOCATED != 0);
         }
     }
 
@@ -462,9 +456,8 @@ mod tests {
         let (mut s, want) = (cluster(false), cluster(true));
         // After: ready = two Allocated and a Running; one waits (Pipelined); valid adds the Pending.
         assert_eq!((&want.job_ready, &want.job_waiting, &want.job_valid), (&vec![3], &vec![1], &vec![5]));
-        // Allocated..Running holds three (Releasing does not count); the Pending one asks 400m.
-        assert_eq!((&want.job_allocated_tasks, want.job_pending(0)), (&vec![3], want.task_req(3)));
-        assert_eq!(want.job_pending(0)[0], 400.0);
+        // Allocated..Running holds three (Releasing does not count); one is Pending.
+        assert_eq!((&want.job_allocated_tasks, want.job_pending_tasks(0)), (&vec![3], 1));
         for (t, &(_, (status, node))) in moves.iter().enumerate() {
             let kind = if node == super::NONE { EventKind::Deallocate } else { EventKind::Allocate };
             let old = s.apply(&Event { kind, task: t as u32, node, status });
@@ -479,7 +472,7 @@ mod tests {
             (&s.job_ready, &s.job_waiting, &s.job_pending_best_effort, &s.job_valid, &s.job_allocated),
             (&want.job_ready, &want.job_waiting, &want.job_pending_best_effort, &want.job_valid, &want.job_allocated)
         );
-        assert_eq!((&s.job_allocated_tasks, &s.job_pending), (&want.job_allocated_tasks, &want.job_pending));
+        assert_eq!(s.job_allocated_tasks, want.job_allocated_tasks);
     }
 
     /// A session updated by a delta equals one built from the new snapshot:
@@ -537,7 +530,7 @@ mod tests {
             (&old.job_ready, &old.job_waiting, &old.job_valid, &old.job_allocated),
             (&new.job_ready, &new.job_waiting, &new.job_valid, &new.job_allocated)
         );
-        assert_eq!((&old.job_allocated_tasks, &old.job_pending), (&new.job_allocated_tasks, &new.job_pending));
+        assert_eq!(old.job_allocated_tasks, new.job_allocated_tasks);
     }
 
     #[test]

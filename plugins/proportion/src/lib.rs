@@ -79,12 +79,19 @@ impl Queue {
         }
     }
 
-    /// Adds job `j`'s rows, kept by the session, rather than its tasks one by one.
+    /// Adds job `j`: its allocation as the session keeps it, and its Pending
+    /// tasks' requests (most jobs have none once a big cycle placed them).
     fn add_job(&mut self, s: &Session, j: u32) {
         let held = s.job_allocated(j);
         resource::add(&mut self.allocated, held);
         resource::add(&mut self.request, held);
-        resource::add(&mut self.request, s.job_pending(j));
+        if s.job_pending_tasks(j) > 0 {
+            for &t in s.job_tasks(j) {
+                if s.task_status(t) == TaskStatus::Pending {
+                    resource::add(&mut self.request, s.task_req(t));
+                }
+            }
+        }
         let min = s.job_min_resources(j);
         if let Some(min) = min {
             // A Running job reserves its remainder only while it has its gang
