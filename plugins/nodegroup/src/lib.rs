@@ -212,6 +212,11 @@ fn flag(args: &Args, key: &str, default: bool) -> bool {
     })
 }
 
+/// The arguments `strict`, `enablePreferredOrder` and `enableHierarchy`.
+fn switches(args: &Args) -> (bool, bool, bool) {
+    (flag(args, "strict", true), flag(args, "enablePreferredOrder", false), flag(args, "enableHierarchy", false))
+}
+
 /// An amount in Volcano's internal units, written as a Kubernetes quantity.
 fn amount(s: &Session, dim: usize, v: f64) -> String {
     let n = if v.fract() == 0.0 && v.abs() < 1e15 { format!("{v:.0}") } else { format!("{v}") };
@@ -510,9 +515,7 @@ impl Policy for NodeGroup {
     const POINTS: &'static [P] = &[P::Predicate, P::NodeOrder, P::Events];
 
     fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
-        self.strict = flag(args, "strict", true);
-        self.preferred_order = flag(args, "enablePreferredOrder", false);
-        self.hierarchy = flag(args, "enableHierarchy", false);
+        (self.strict, self.preferred_order, self.hierarchy) = switches(args);
         self.index_groups(s);
         self.reasons = Reasons::new(&self.groups);
         self.resolve_affinities(s);
@@ -526,12 +529,7 @@ impl Policy for NodeGroup {
     /// do not move between sessions that continue; what tasks hold in each
     /// group is counted again (their statuses moved without events).
     fn resume(&mut self, s: &Session, args: &Args) -> Result<bool, String> {
-        let switches = (
-            flag(args, "strict", true),
-            flag(args, "enablePreferredOrder", false),
-            flag(args, "enableHierarchy", false),
-        );
-        if switches != (self.strict, self.preferred_order, self.hierarchy) {
+        if switches(args) != (self.strict, self.preferred_order, self.hierarchy) {
             return Ok(false);
         }
         for q in &mut self.queues {
