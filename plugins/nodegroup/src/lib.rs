@@ -328,11 +328,15 @@ impl NodeGroup {
         }
     }
 
-    /// Counts the tasks that already hold resources (Allocated, Binding,
-    /// Bound, Running: Volcano's `AllocatedStatus`) in their queue's groups.
+    /// Counts, from zero, the tasks that already hold resources (Allocated,
+    /// Binding, Bound, Running: Volcano's `AllocatedStatus`) in their queue's
+    /// groups.
     fn count_existing(&mut self, s: &Session) {
         if self.queues.iter().all(|q| q.limits.is_empty()) {
             return;
+        }
+        for q in &mut self.queues {
+            q.limits.values_mut().for_each(|l| l.allocated.fill(0.0));
         }
         self.charged = vec![NONE; s.tasks()];
         for t in 0..s.tasks() as u32 {
@@ -531,9 +535,6 @@ impl Policy for NodeGroup {
     fn resume(&mut self, s: &Session, args: &Args) -> Result<bool, String> {
         if switches(args) != (self.strict, self.preferred_order, self.hierarchy) {
             return Ok(false);
-        }
-        for q in &mut self.queues {
-            q.limits.values_mut().for_each(|l| l.allocated.fill(0.0));
         }
         self.count_existing(s);
         self.warn_shortfalls(s);
