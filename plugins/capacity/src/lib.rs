@@ -84,7 +84,7 @@ fn job_usage(s: &Session, j: u32) -> Usage {
     let placed = s.job_allocated_tasks[j as usize];
     let min = s.job_min_resources(j);
     let mut inqueue = vec![0.0; d];
-    if let Some(min) = &min {
+    if let Some(min) = min {
         // A Running job reserves its remainder only while its gang is placed
         // (a finished Spark driver must not reserve again).
         let reserves = match s.job_phase(j) {
@@ -98,7 +98,7 @@ fn job_usage(s: &Session, j: u32) -> Usage {
             }
         }
     }
-    let elastic = (0..d).map(|k| (held[k] - min.as_ref().map_or(0.0, |m| m[k])).max(0.0)).collect();
+    let elastic = (0..d).map(|k| (held[k] - min.map_or(0.0, |m| m[k])).max(0.0)).collect();
     Usage { allocated: held, inqueue, elastic }
 }
 
