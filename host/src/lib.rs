@@ -32,4 +32,4 @@ pub mod validate;
 pub mod wasm;
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).
-pub const CONTRACT: &str = "0.3.0";
+pub const CONTRACT: &str = "0.4.0";

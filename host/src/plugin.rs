@@ -3,8 +3,9 @@
 //! a native build of the same crate in benchmarks).
 
 use crate::session::Names;
-use crate::wasm::contract::{Event, ExtensionPoint};
+use crate::wasm::contract::{Event, ExtensionPoint, Reason};
 use crate::wasm::contract::{Fit, LockOwner, PluginInfo, QueueFigures, Snapshot, SnapshotDelta, Victims, Vote};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One extension-point call with its arguments.
@@ -68,6 +69,9 @@ impl Call<'_> {
 pub enum Answer {
     Keys(Vec<f64>),
     Fit(Fit),
+    /// A predicate answer about one node: `None` fits, else the reason and
+    /// whether it is unresolvable.
+    Verdict(Option<(Arc<str>, bool)>),
     Bool(bool),
     Vote(Vote),
     Invalid(Option<String>),
@@ -106,4 +110,35 @@ pub trait Backend: Send {
     /// Called after closing a session in which the plugin faulted: the next
     /// session must not reuse anything of this one (a kept instance).
     fn discard(&mut self) {}
+}
+
+/// The reasons a plugin's one-node predicate answers (`predicate-node`) named
+/// by code this session; each code is explained once.
+#[derive(Default)]
+pub struct Reasons(HashMap<u32, (Arc<str>, bool)>);
+
+impl Reasons {
+    /// Forgets the codes: a new session numbers its reasons afresh.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The verdict for `code` (0 fits), asking `explain` about a code not
+    /// seen this session.
+    pub fn verdict(
+        &mut self,
+        code: u32,
+        explain: impl FnOnce(u32) -> Result<Reason, String>,
+    ) -> Result<Answer, String> {
+        if code == 0 {
+            return Ok(Answer::Verdict(None));
+        }
+        if let Some(r) = self.0.get(&code) {
+            return Ok(Answer::Verdict(Some(r.clone())));
+        }
+        let r = explain(code)?;
+        let r = (Arc::<str>::from(r.message), r.unresolvable);
+        self.0.insert(code, r.clone());
+        Ok(Answer::Verdict(Some(r)))
+    }
 }

@@ -372,6 +372,12 @@ impl Policies {
                 continue;
             };
             let fit = match a {
+                Answer::Verdict(v) if ask.len() == 1 => {
+                    if let Some((message, unresolvable)) = v {
+                        out[idx[0]] = Some(Reject { plugin: slot.name.clone(), message, unresolvable });
+                    }
+                    continue;
+                }
                 Answer::Fit(f)
                     if f.codes.len() == ask.len() && f.codes.iter().all(|&c| (c as usize) <= f.reasons.len()) =>
                 {
@@ -713,8 +719,12 @@ mod tests {
         points: &[P],
         script: impl FnMut(Call<'_>) -> Result<Answer, String> + Send + 'static,
     ) -> (Slot, Discards) {
-        let info =
-            PluginInfo { name: name.into(), version: "t".into(), contract: "0.3.0".into(), points: points.to_vec() };
+        let info = PluginInfo {
+            name: name.into(),
+            version: "t".into(),
+            contract: crate::CONTRACT.into(),
+            points: points.to_vec(),
+        };
         let discarded = Discards::default();
         let backend = Scripted { info, script: Box::new(script), discarded: discarded.clone(), fails_open: false };
         (Slot::new(PluginConf::new(name), Box::new(backend)), discarded)
@@ -891,7 +901,7 @@ mod tests {
             slot.last_open = std::time::Duration::from_millis([5, 1, 2, 9][i]);
             if i == 0 || i == 3 {
                 let name = slot.conf.name.clone();
-                let info = PluginInfo { name, version: "t".into(), contract: "0.3.0".into(), points: vec![] };
+                let info = PluginInfo { name, version: "t".into(), contract: crate::CONTRACT.into(), points: vec![] };
                 let script: Script = Box::new(|_| Ok(Answer::Unit));
                 slot.backend = Box::new(Scripted { info, script, discarded: Discards::default(), fails_open: true });
             }

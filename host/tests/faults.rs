@@ -47,6 +47,7 @@ fn faulty_plugins_never_stop_the_cycle() {
         ("oom", "open-session", "open-session failed"),
         ("open-fails", "open-session", "refuses every session"),
         ("huge", "node-order", ""),
+        ("explain-trap", "predicate", "deliberate panic in explain"),
     ];
     for (mode, point, needle) in cases {
         let mut sched = Scheduler::new(config(mode), &lib);
@@ -139,13 +140,44 @@ fn instances_are_kept_across_sessions_unless_broken_or_grown() {
     assert_eq!(plugin.instantiations(), first + 1);
 }
 
+/// Questions about one node take the scalar forms (`predicate-node` with
+/// `explain`, `node-score`, `on-event`) and answer as the list forms do.
+#[test]
+fn one_node_questions_answer_like_the_lists() {
+    let runtime = Runtime::new(Sandbox::default()).unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("faulty.wasm")).unwrap();
+    let mut plugin = WasmPlugin::load(&runtime, &bytes, "faulty.wasm").unwrap();
+    let ssn = Session::open(&cluster(), Policies::new(Vec::new(), true), &Default::default(), 0, 1);
+    // Each session's first reason has code 1: the host must not keep the
+    // last session's meaning of it.
+    for why in ["node full", "wrong zone"] {
+        let args = [("mode".into(), "reject-all".into()), ("why".into(), why.into())];
+        plugin.open_session(&ssn.snap, &ssn.names, &args).unwrap();
+        let Answer::Fit(batch) = plugin.call(Call::Predicate(0, &[0, 1])).unwrap() else { panic!("a fit") };
+        assert_eq!(batch.codes, [1, 1]);
+        assert_eq!(batch.reasons[0].message, why);
+        for node in [0, 1, 0] {
+            let Answer::Verdict(v) = plugin.call(Call::Predicate(0, &[node])).unwrap() else { panic!("a verdict") };
+            assert_eq!(v, Some((why.into(), false)), "node {node}");
+        }
+        let Answer::Keys(one) = plugin.call(Call::NodeOrder(0, &[1])).unwrap() else { panic!("keys") };
+        assert_eq!(one, [1.0]);
+        plugin.close_session().unwrap();
+    }
+    plugin.open_session(&ssn.snap, &ssn.names, &[("mode".into(), "plain".into())]).unwrap();
+    let Answer::Verdict(v) = plugin.call(Call::Predicate(0, &[1])).unwrap() else { panic!("a verdict") };
+    assert_eq!(v, None);
+    plugin.close_session().unwrap();
+}
+
 /// A component of another contract version is refused at load, naming both.
 #[test]
 fn wrong_contract_version_is_refused() {
     let runtime = Runtime::new(Sandbox::default()).unwrap();
     let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("hostile/wrong-contract.wasm")).unwrap();
     let e = WasmPlugin::load(&runtime, &bytes, "wrong-contract.wasm").err().unwrap().to_string();
-    assert!(e.starts_with("wrong-contract.wasm: does not export tephra:scheduler/policy@0.3.0"), "{e}");
+    let want = format!("wrong-contract.wasm: does not export tephra:scheduler/policy@{}", tephra::CONTRACT);
+    assert!(e.starts_with(&want), "{e}");
 }
 
 /// A component importing more than the contract, clocks, randomness and

@@ -49,7 +49,7 @@ pub use testing::{delta, SnapshotBuilder};
 pub use types::{Event, EventKind, ExtensionPoint, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
 
 /// The contract version this SDK implements.
-pub const CONTRACT: &str = "0.3.0";
+pub const CONTRACT: &str = "0.4.0";
 
 /// Exports a [`Policy`] type as the component's `policy` interface.
 ///
@@ -95,6 +95,9 @@ macro_rules! export_plugin {
             fn on_events(events: ::std::vec::Vec<$crate::types::Event>) {
                 __tephra(|rt| rt.on_events(&events))
             }
+            fn on_event(event: $crate::types::Event) {
+                __tephra(|rt| rt.on_events(&[event]))
+            }
             fn queue_order(queues: ::std::vec::Vec<u32>) -> ::std::vec::Vec<f64> {
                 __tephra(|rt| rt.queue_order(&queues))
             }
@@ -112,6 +115,15 @@ macro_rules! export_plugin {
             }
             fn node_order(task: u32, nodes: ::std::vec::Vec<u32>) -> ::std::vec::Vec<f64> {
                 __tephra(|rt| rt.node_order(task, &nodes))
+            }
+            fn predicate_node(task: u32, node: u32) -> u32 {
+                __tephra(|rt| rt.predicate_node(task, node))
+            }
+            fn explain(code: u32) -> $crate::types::Reason {
+                __tephra(|rt| rt.explain(code))
+            }
+            fn node_score(task: u32, node: u32) -> f64 {
+                __tephra(|rt| rt.node_score(task, node))
             }
             fn overused(queue: u32) -> bool {
                 __tephra(|rt| rt.overused(queue))

@@ -31,7 +31,7 @@ impl Unfit {
 /// The answers of one predicate call, node by node: what
 /// [`Policy::predicate_nodes`] fills in. Rejections are kept as the contract's
 /// `fit`: a code per node and each distinct reason once.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Fits {
     /// Per node of the call: 0 fits, k rejected for `reasons[k - 1]`.
     pub(crate) codes: Vec<u8>,
@@ -57,6 +57,19 @@ impl Fits {
         });
         // The contract's codes are bytes: reasons past the 254th share the last code.
         self.codes[i] = (k + 1).min(255) as u8;
+    }
+
+    /// Starts over for a call about `nodes` nodes, keeping the buffers.
+    pub(crate) fn reset(&mut self, nodes: usize) {
+        self.codes.clear();
+        self.codes.resize(nodes, 0);
+        self.reasons.clear();
+    }
+
+    /// Why the `i`-th node was rejected, if it was.
+    pub(crate) fn rejection(&self, i: usize) -> Option<&Unfit> {
+        let code = *self.codes.get(i)?;
+        code.checked_sub(1).and_then(|k| self.reasons.get(k as usize))
     }
 }
 
@@ -177,5 +190,29 @@ pub trait Policy: Default {
     /// A quota policy's deserved row and share for `queue` (for status).
     fn queue_status(&mut self, s: &Session, queue: u32) -> (Vec<f64>, f64) {
         (vec![f64::NAN; s.dims()], 0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Fits, Unfit};
+
+    /// Messages built afresh for each node and dropped at once, so the next
+    /// one takes the last one's address (two texts of one length): reasons
+    /// are told apart by what they say, never by a dropped message's address.
+    #[test]
+    fn rejections_with_short_lived_messages_keep_their_own_codes() {
+        let mut fits = Fits::new(100);
+        for i in 0..100 {
+            let text = if i % 2 == 0 { "node full" } else { "node busy" };
+            let why = if i % 3 == 0 { Unfit::unresolvable(String::from(text)) } else { Unfit::new(String::from(text)) };
+            fits.reject(i, &why);
+        }
+        let want: Vec<(&str, bool)> =
+            (0..100).map(|i| (if i % 2 == 0 { "node full" } else { "node busy" }, i % 3 == 0)).collect();
+        let got: Vec<(&str, bool)> =
+            fits.codes.iter().map(|&c| &fits.reasons[c as usize - 1]).map(|r| (&*r.message, r.unresolvable)).collect();
+        assert_eq!(got, want);
+        assert_eq!(fits.reasons.len(), 4);
     }
 }

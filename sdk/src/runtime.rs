@@ -2,9 +2,11 @@
 //! session view, applies events, and shapes batched answers.
 
 use crate::args::Args;
-use crate::policy::{Fits, Policy};
+use crate::policy::{Fits, Policy, Unfit};
 use crate::session::Session;
 use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A policy plus its current session. Used by [`crate::export_plugin!`] and,
 /// natively, by tests and benchmarks that drive a policy like the host does.
@@ -16,6 +18,33 @@ pub struct Runtime<P: Policy> {
     last: Option<Session>,
     /// Whether the policy resumed the current session rather than opening it.
     resumed: bool,
+    /// The reasons `predicate_node` gave this session: code k is `reasons[k - 1]`.
+    reasons: Reasons,
+    /// The buffers of one-node predicate calls, kept between calls.
+    one: Fits,
+}
+
+/// A session's table of one-node rejection reasons, each listed once.
+#[derive(Default)]
+struct Reasons {
+    list: Vec<Unfit>,
+    codes: HashMap<(Arc<str>, bool), u32>,
+}
+
+impl Reasons {
+    fn clear(&mut self) {
+        self.list.clear();
+        self.codes.clear();
+    }
+
+    fn code(&mut self, why: &Unfit) -> u32 {
+        let next = self.list.len() as u32 + 1;
+        let code = *self.codes.entry((why.message.clone(), why.unresolvable)).or_insert(next);
+        if code == next {
+            self.list.push(why.clone());
+        }
+        code
+    }
 }
 
 macro_rules! with_session {
@@ -40,6 +69,7 @@ impl<P: Policy> Runtime<P> {
     pub fn open_session(&mut self, snapshot: Snapshot, args: Vec<(String, String)>) -> Result<(), String> {
         self.last = None;
         self.resumed = false;
+        self.reasons.clear();
         self.start(Session::new(snapshot), args)
     }
 
@@ -48,6 +78,7 @@ impl<P: Policy> Runtime<P> {
     pub fn update_session(&mut self, delta: &SnapshotDelta, args: Vec<(String, String)>) -> Result<bool, String> {
         let Some(mut session) = self.last.take() else { return Ok(false) };
         session.update(delta)?;
+        self.reasons.clear();
         let args = Args::from_pairs(args);
         let r = self.plugin.resume(&session, &args);
         self.resumed = r == Ok(true);
@@ -143,6 +174,37 @@ impl<P: Policy> Runtime<P> {
             p.node_order(s, task, nodes, &mut scores);
         }
         scores
+    }
+
+    /// [`Runtime::predicate`] about one node: 0 fits, else the code of the
+    /// reason, the same code for the same reason all session.
+    pub fn predicate_node(&mut self, task: u32, node: u32) -> u32 {
+        let Some(s) = self.session.as_ref() else { return 0 };
+        self.one.reset(1);
+        self.plugin.predicate_nodes(s, task, &[node], &mut self.one);
+        match self.one.rejection(0) {
+            Some(why) => self.reasons.code(why),
+            None => 0,
+        }
+    }
+
+    /// The reason behind a code [`Runtime::predicate_node`] answered this session.
+    pub fn explain(&self, code: u32) -> Reason {
+        match code.checked_sub(1).and_then(|k| self.reasons.list.get(k as usize)) {
+            Some(u) => Reason { message: u.message.to_string(), unresolvable: u.unresolvable },
+            None => {
+                Reason { message: format!("{}: no reason has code {code} this session", P::NAME), unresolvable: false }
+            }
+        }
+    }
+
+    /// [`Runtime::node_order`] about one node.
+    pub fn node_score(&mut self, task: u32, node: u32) -> f64 {
+        let mut score = [0.0];
+        if let Some(s) = self.session.as_ref() {
+            self.plugin.node_order(s, task, &[node], &mut score);
+        }
+        score[0]
     }
 
     pub fn overused(&mut self, q: u32) -> bool {
@@ -262,5 +324,61 @@ mod tests {
         assert_eq!(fit.codes, [1, 1, 2, 1, 0, 3]);
         let reasons: Vec<(&str, bool)> = fit.reasons.iter().map(|r| (r.message.as_str(), r.unresolvable)).collect();
         assert_eq!(reasons, [("node full", false), ("tainted", false), ("node full", true)]);
+    }
+
+    #[test]
+    fn one_node_answers_match_the_batch_and_keep_their_codes_all_session() {
+        let mut b = SnapshotBuilder::new(&[]);
+        let nodes: Vec<u32> = (0..6).map(|_| b.node(&[1000.0, 1000.0, 10.0])).collect();
+        let mut rt = Runtime::<Rejecter>::default();
+        rt.open_session(b.snap.clone(), vec![]).unwrap();
+        let batch = rt.predicate(0, &nodes);
+        // Asked in reverse, the codes come in another order than the batch's.
+        let mut codes = [0; 6];
+        for &n in nodes.iter().rev() {
+            codes[n as usize] = rt.predicate_node(0, n);
+        }
+        assert_eq!(codes, [2, 2, 3, 2, 0, 1]);
+        for (n, &code) in codes.iter().enumerate() {
+            assert_eq!(rt.predicate_node(0, n as u32), code, "node {n} asked again");
+            let pair = |r: &crate::types::Reason| (r.message.clone(), r.unresolvable);
+            let batch_reason = batch.codes[n].checked_sub(1).map(|k| pair(&batch.reasons[k as usize]));
+            let reason = (code > 0).then(|| pair(&rt.explain(code)));
+            assert_eq!(reason, batch_reason, "node {n}");
+        }
+        assert!(rt.explain(4).message.contains("no reason has code 4"));
+        assert!(rt.explain(0).message.contains("no reason has code 0"));
+        // A new session numbers its reasons afresh.
+        rt.close_session();
+        rt.open_session(b.snap, vec![]).unwrap();
+        assert_eq!(rt.predicate_node(0, 2), 1);
+        assert_eq!(rt.explain(1).message, "tainted");
+    }
+
+    /// Scores a node by its index; only `node_order` is written.
+    #[derive(Default)]
+    struct Indexer;
+
+    impl Policy for Indexer {
+        const NAME: &'static str = "indexer";
+        const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::NodeOrder];
+        fn node_order(&mut self, _: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
+            for (s, &n) in scores.iter_mut().zip(nodes) {
+                *s = (task * 100 + n) as f64;
+            }
+        }
+    }
+
+    #[test]
+    fn one_node_scores_come_from_node_order() {
+        let mut b = SnapshotBuilder::new(&[]);
+        let nodes: Vec<u32> = (0..3).map(|_| b.node(&[1000.0, 1000.0, 10.0])).collect();
+        let mut rt = Runtime::<Indexer>::default();
+        assert_eq!(rt.node_score(1, 2), 0.0, "no session: the neutral score");
+        rt.open_session(b.snap, vec![]).unwrap();
+        let batch = rt.node_order(1, &nodes);
+        let one: Vec<f64> = nodes.iter().map(|&n| rt.node_score(1, n)).collect();
+        assert_eq!(one, batch);
+        assert_eq!(one, [100.0, 101.0, 102.0]);
     }
 }

@@ -15,11 +15,11 @@
 // calls only the points listed in `info().points`, but the component must
 // export them all.
 
-import { log } from 'tephra:scheduler/host@0.3.0';
+import { log } from 'tephra:scheduler/host@0.4.0';
 
 const NAME = 'spread-label';
 const VERSION = '0.1.0';
-const CONTRACT = '0.3.0';
+const CONTRACT = '0.4.0';
 const NONE = 0xffffffff;
 const LABEL_BONUS = 10;
 // Statuses in which a task holds resources on its node (host's allocate events).
@@ -162,8 +162,18 @@ export const policy = {
     for (const e of events) state.apply(e);
   },
 
+  // One event at a time: the host's usual delivery between two placements.
+  onEvent(event) {
+    if (state !== null) state.apply(event);
+  },
+
   nodeOrder(task, nodes) {
     return state === null ? zeros(nodes.length) : state.scores(task, nodes);
+  },
+
+  // One node: the host's usual question after a placement.
+  nodeScore(task, node) {
+    return state === null ? 0 : state.scores(task, [node])[0];
   },
 
   // Neutral answers for the points this policy does not implement.
@@ -172,6 +182,9 @@ export const policy = {
   taskOrder: (tasks) => zeros(tasks.length),
   victimQueueOrder: (queues, _preemptorQueue) => zeros(queues.length),
   predicate: (_task, nodes) => ({ codes: new Uint8Array(nodes.length), reasons: [] }),
+  predicateNode: (_task, _node) => 0,
+  // No code is ever answered, so none is explained.
+  explain: (code) => ({ message: `${NAME}: no reason has code ${code}`, unresolvable: false }),
   overused: (_queue) => false,
   allocatable: (_queue, _task) => true,
   preemptive: (_queue, _task) => true,

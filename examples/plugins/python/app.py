@@ -29,6 +29,7 @@ from wit_world.imports.types import (
     LockOwner,
     PluginInfo,
     QueueFigures,
+    Reason,
     Snapshot,
     Victims,
     Vote,
@@ -37,7 +38,7 @@ from componentize_py_types import Err
 
 NAME = "fair-team"
 VERSION = "0.1.0"
-CONTRACT = "0.3.0"
+CONTRACT = "0.4.0"
 USAGE_PREFIX = "usage."
 NO_ID = 0xFFFFFFFF
 
@@ -127,6 +128,9 @@ class Policy(exports.Policy):
     def on_events(self, events) -> None:
         pass
 
+    def on_event(self, event) -> None:
+        pass
+
     def job_order(self, jobs: List[int]) -> List[float]:
         keys = _session.keys
         n = len(keys)
@@ -148,6 +152,16 @@ class Policy(exports.Policy):
 
     def node_order(self, task: int, nodes: List[int]) -> List[float]:
         return [0.0] * len(nodes)
+
+    def predicate_node(self, task: int, node: int) -> int:
+        return 0
+
+    def explain(self, code: int) -> Reason:
+        # No code is ever answered, so none is explained.
+        return Reason(message=f"{NAME}: no reason has code {code}", unresolvable=False)
+
+    def node_score(self, task: int, node: int) -> float:
+        return 0.0
 
     def overused(self, queue: int) -> bool:
         return False

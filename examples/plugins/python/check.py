@@ -6,7 +6,7 @@ engine version the tephra host links) and check it against the contract.
 
 For each component:
   1. lists its imports and exports;
-  2. checks, structurally, that it exports `tephra:scheduler/policy@0.3.0`
+  2. checks, structurally, that it exports `tephra:scheduler/policy@0.4.0`
      with exactly the functions and types of `interface policy` in
      wit/scheduler.wit, and that its `host` import (if any) matches
      `interface host`;
@@ -32,8 +32,8 @@ import wasmtime
 import wasmtime.component as wc
 
 NONE = 0xFFFFFFFF
-POLICY = "tephra:scheduler/policy@0.3.0"
-HOST = "tephra:scheduler/host@0.3.0"
+POLICY = "tephra:scheduler/policy@0.4.0"
+HOST = "tephra:scheduler/host@0.4.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_WIT = os.path.normpath(os.path.join(HERE, "..", "..", "..", "wit"))
 
@@ -176,7 +176,9 @@ def render_valtype(t):
 
 def check_interface(engine, inst_type, wit, interface, label):
     expected = wit.functions(interface)
-    items = inst_type.exports(engine)
+    # wasmtime-py wraps an item's type in a `ComponentExtern` (`.ty`).
+    items = getattr(inst_type, "ty", inst_type).exports(engine)
+    items = {n: getattr(v, "ty", v) for n, v in items.items()}
     funcs = {n: v for n, v in items.items() if isinstance(v, wc.FuncType)}
     missing = sorted(set(expected) - set(funcs))
     extra = sorted(set(funcs) - set(expected))
@@ -295,6 +297,8 @@ def check_neutral(p, point):
     """Every export the plugin does not list answers Volcano's neutral value."""
     p.call("on-events", [])
     checks = {
+        "node-order one": (lambda: p.call("node-score", 0, 1), 0.0),
+        "predicate one": (lambda: p.call("predicate-node", 0, 1), 0),
         "queue-order": (lambda: p.call("queue-order", [0, 1]), [0.0, 0.0]),
         "job-order": (lambda: p.call("job-order", [0, 1]), [0.0, 0.0]),
         "task-order": (lambda: p.call("task-order", [0, 1, 2]), [0.0, 0.0, 0.0]),
@@ -408,6 +412,12 @@ def scenario_spread_label(p, logs):
     expect(got == [10.0, -1.0, 9.0, -1.0], f"after events, job 0: {got}")
     got = scores(3)
     expect(got == [10.0, -1.0, 10.0, 0.0], f"after events, job 1: {got}")
+    one = [p.call("node-score", 5, n) for n in nodes]
+    expect(one == [10.0, -1.0, 9.0, -1.0], f"node-score one node at a time, job 0: {one}")
+    # One event by value: task 2 leaves node 2.
+    p.call("on-event", event("deallocate", 2, 2, "releasing"))
+    got = scores(5)
+    expect(got == [10.0, -1.0, 10.0, -1.0], f"after on-event, job 0: {got}")
     check_neutral(p, "node-order")
     p.call("close-session")
 
@@ -504,7 +514,7 @@ def check(path, wit, wasi, do_bench=False):
     if HOST in imports:
         n = check_interface(engine, imports[HOST], wit, "host", HOST)
         print(f"contract: {HOST} import matches ({n} functions)")
-    others = [e for e in exports if e not in (POLICY, "tephra:scheduler/types@0.3.0")]
+    others = [e for e in exports if e not in (POLICY, "tephra:scheduler/types@0.4.0")]
     if others:
         print(f"note: exports beyond the world: {others}")
 

@@ -4,7 +4,7 @@
 //! so values are converted field by field.
 
 use std::sync::Arc;
-use tephra::plugin::{Answer, Backend, Call};
+use tephra::plugin::{Answer, Backend, Call, Reasons};
 use tephra::session::Names;
 use tephra::wasm::contract as h;
 use tephra_sdk::types as g;
@@ -106,6 +106,7 @@ fn point(p: &g::ExtensionPoint) -> h::ExtensionPoint {
 pub struct Native<P: Policy + Send> {
     rt: Runtime<P>,
     info: h::PluginInfo,
+    reasons: Reasons,
 }
 
 impl<P: Policy + Send + 'static> Native<P> {
@@ -117,7 +118,7 @@ impl<P: Policy + Send + 'static> Native<P> {
             contract: i.contract,
             points: i.points.iter().map(point).collect(),
         };
-        Box::new(Native::<P> { rt: Runtime::default(), info })
+        Box::new(Native::<P> { rt: Runtime::default(), info, reasons: Reasons::default() })
     }
 }
 
@@ -129,6 +130,7 @@ impl<P: Policy + Send> Backend for Native<P> {
         "native"
     }
     fn open_session(&mut self, snap: &h::Snapshot, _: &Arc<Names>, args: &[(String, String)]) -> Result<(), String> {
+        self.reasons.clear();
         self.rt.open_session(snap.to(), args.to_vec())
     }
     fn update_session(
@@ -137,6 +139,7 @@ impl<P: Policy + Send> Backend for Native<P> {
         _: &Arc<Names>,
         args: &[(String, String)],
     ) -> Result<bool, String> {
+        self.reasons.clear();
         self.rt.update_session(&delta.to(), args.to_vec())
     }
     fn close_session(&mut self) -> Result<(), String> {
@@ -144,12 +147,27 @@ impl<P: Policy + Send> Backend for Native<P> {
         Ok(())
     }
     fn on_events(&mut self, events: &[h::Event]) -> Result<(), String> {
-        let e: Vec<g::Event> = events.iter().map(To::to).collect();
-        self.rt.on_events(&e);
+        // As the Wasm backend does: one event by value, more as a list.
+        match events {
+            [e] => self.rt.on_events(&[e.to()]),
+            _ => self.rt.on_events(&events.iter().map(To::to).collect::<Vec<g::Event>>()),
+        }
         Ok(())
     }
     fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
         let rt = &mut self.rt;
+        // The scalar forms for one node, as the Wasm backend takes them.
+        match call {
+            Call::Predicate(t, &[n]) => {
+                let code = rt.predicate_node(t, n);
+                return self.reasons.verdict(code, |c| {
+                    let r = rt.explain(c);
+                    Ok(h::Reason { message: r.message, unresolvable: r.unresolvable })
+                });
+            }
+            Call::NodeOrder(t, &[n]) => return Ok(Answer::Keys(vec![rt.node_score(t, n)])),
+            _ => {}
+        }
         Ok(match call {
             Call::QueueOrder(ids) => Answer::Keys(rt.queue_order(ids)),
             Call::JobOrder(ids) => Answer::Keys(rt.job_order(ids)),

@@ -6,7 +6,7 @@
 use super::bindings::{Plugin, PluginPre};
 use super::contract::{Event, PluginInfo, Snapshot, SnapshotDelta};
 use super::engine::{Runtime, State};
-use crate::plugin::{Answer, Backend, Call};
+use crate::plugin::{Answer, Backend, Call, Reasons};
 use crate::session::Names;
 use anyhow::{anyhow, bail, Result};
 use std::sync::Arc;
@@ -27,6 +27,8 @@ pub struct WasmPlugin {
     instantiations: u64,
     /// Sessions served by the current instance.
     sessions: u32,
+    /// This session's one-node rejection reasons, by code.
+    reasons: Reasons,
 }
 
 /// Sessions one instance serves before it is replaced.
@@ -104,6 +106,7 @@ impl WasmPlugin {
             idle: None,
             instantiations: 0,
             sessions: 0,
+            reasons: Reasons::default(),
         })
     }
 
@@ -165,6 +168,7 @@ impl Backend for WasmPlugin {
     }
 
     fn open_session(&mut self, snap: &Snapshot, names: &Arc<Names>, args: &[(String, String)]) -> Result<(), String> {
+        self.reasons.clear();
         self.live = match self.idle.take() {
             Some((mut store, plugin)) => {
                 store.data_mut().renew(names.clone());
@@ -191,6 +195,7 @@ impl Backend for WasmPlugin {
     ) -> Result<bool, String> {
         // Only a kept instance can hold the last session.
         let Some((mut store, plugin)) = self.idle.take() else { return Ok(false) };
+        self.reasons.clear();
         store.data_mut().renew(names.clone());
         self.live = Some((store, plugin));
         let updated = self.with(|p, s| p.tephra_scheduler_policy().call_update_session(s, delta, args))??;
@@ -221,7 +226,11 @@ impl Backend for WasmPlugin {
     }
 
     fn on_events(&mut self, events: &[Event]) -> Result<(), String> {
-        self.with(|p, s| p.tephra_scheduler_policy().call_on_events(s, events))
+        // One event goes by value: a list would cost a call into the guest's allocator.
+        match events {
+            [e] => self.with(|p, s| p.tephra_scheduler_policy().call_on_event(s, *e)),
+            _ => self.with(|p, s| p.tephra_scheduler_policy().call_on_events(s, events)),
+        }
     }
 
     fn discard(&mut self) {
@@ -230,6 +239,23 @@ impl Backend for WasmPlugin {
     }
 
     fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
+        // Questions about one node take the scalar forms: no list to pass,
+        // no post-return call.
+        match call {
+            Call::Predicate(t, &[n]) => {
+                let code = self.with(|p, s| p.tephra_scheduler_policy().call_predicate_node(s, t, n))?;
+                let mut reasons = std::mem::take(&mut self.reasons);
+                let r = reasons.verdict(code, |c| self.with(|p, s| p.tephra_scheduler_policy().call_explain(s, c)));
+                self.reasons = reasons;
+                return r;
+            }
+            Call::NodeOrder(t, &[n]) => {
+                return self
+                    .with(|p, s| p.tephra_scheduler_policy().call_node_score(s, t, n))
+                    .map(|x| Answer::Keys(vec![x]));
+            }
+            _ => {}
+        }
         self.with(|p, s| {
             let p = p.tephra_scheduler_policy();
             Ok(match call {
@@ -276,6 +302,7 @@ impl Clone for WasmPlugin {
             idle: None,
             instantiations: 0,
             sessions: 0,
+            reasons: Reasons::default(),
         }
     }
 }

@@ -6,13 +6,19 @@
 //! `open-fails` (refuses the session), `huge` (returns 20 million scores),
 //! `spam` (floods the log and stderr, answers correctly), `leak` (keeps
 //! 20 MiB past every session, answers correctly), `update-trap` (panics
-//! when a session is to start from the last one, answers correctly).
+//! when a session is to start from the last one, answers correctly),
+//! `reject-all` (rejects every node for the reason in argument `why`: a
+//! well-formed answer),
+//! `explain-trap` (rejects every node it is asked about alone, and panics
+//! when asked why).
 
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit, Vote};
 
 #[derive(Default)]
 pub struct Faulty {
     mode: String,
+    /// Argument `why`: the reason `reject-all` gives.
+    why: String,
 }
 
 impl Policy for Faulty {
@@ -21,6 +27,7 @@ impl Policy for Faulty {
 
     fn open(&mut self, _s: &Session, args: &Args) -> Result<(), String> {
         self.mode = args.get("mode").unwrap_or("trap").to_string();
+        self.why = args.get("why").unwrap_or("never fits").to_string();
         if self.mode == "open-fails" {
             return Err("this plugin refuses every session".into());
         }
@@ -37,10 +44,11 @@ impl Policy for Faulty {
     }
 
     fn predicate(&mut self, _s: &Session, _t: u32, _n: u32) -> Result<(), Unfit> {
-        if self.mode == "trap" {
-            panic!("faulty plugin: deliberate panic in predicate");
+        match self.mode.as_str() {
+            "trap" => panic!("faulty plugin: deliberate panic in predicate"),
+            "reject-all" => Err(Unfit::new(self.why.as_str())),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn node_order(&mut self, _s: &Session, _t: u32, nodes: &[u32], scores: &mut [f64]) {
@@ -106,6 +114,9 @@ mod export {
         fn on_events(e: Vec<Event>) {
             rt(|r| r.on_events(&e))
         }
+        fn on_event(e: Event) {
+            rt(|r| r.on_events(&[e]))
+        }
         fn queue_order(q: Vec<u32>) -> Vec<f64> {
             vec![0.0; q.len()]
         }
@@ -126,6 +137,21 @@ mod export {
                 };
             }
             rt(|r| r.predicate(t, &n))
+        }
+        fn predicate_node(t: u32, n: u32) -> u32 {
+            if mode() == "explain-trap" {
+                return 1;
+            }
+            rt(|r| r.predicate_node(t, n))
+        }
+        fn explain(code: u32) -> Reason {
+            if mode() == "explain-trap" {
+                panic!("faulty plugin: deliberate panic in explain");
+            }
+            rt(|r| r.explain(code))
+        }
+        fn node_score(t: u32, n: u32) -> f64 {
+            rt(|r| r.node_score(t, n))
         }
         fn node_order(t: u32, n: Vec<u32>) -> Vec<f64> {
             if mode() == "huge" {
