@@ -46,24 +46,36 @@ impl Request {
         Request { dims, weights }
     }
 
-    /// Volcano's `BinPackingScore` of a node with rows `used` and `allocatable`.
-    fn score(&self, weight: f64, used: &[f64], allocatable: &[f64]) -> f64 {
-        let mut sum = 0.0;
-        for &(d, w, r) in &self.dims {
-            // No capacity (or weight 0): scores 0, and is not checked for
-            // overflow, but its weight still counts.
-            if allocatable[d] != 0.0 && w != 0.0 {
-                let after = used[d] + r;
-                if after > allocatable[d] {
-                    return 0.0;
-                }
-                sum += after * w / allocatable[d];
-            }
+    /// One dimension's part of the sum, `None` when the task would not fit it.
+    #[inline]
+    fn part(&(d, w, r): &(usize, f64, f64), used: &[f64], allocatable: &[f64]) -> Option<f64> {
+        // No capacity (or weight 0): scores 0, and is not checked for
+        // overflow, but its weight still counts.
+        if allocatable[d] == 0.0 || w == 0.0 {
+            return Some(0.0);
         }
+        let after = used[d] + r;
+        if after > allocatable[d] {
+            None
+        } else {
+            Some(after * w / allocatable[d])
+        }
+    }
+
+    /// The score from the sum of the parts (`None`: the node scores 0).
+    #[inline]
+    fn finish(&self, weight: f64, sum: Option<f64>) -> f64 {
+        let Some(mut sum) = sum else { return 0.0 };
         if self.weights > 0.0 {
             sum /= self.weights;
         }
         sum * MAX_NODE_SCORE * weight
+    }
+
+    /// Volcano's `BinPackingScore` of a node with rows `used` and `allocatable`.
+    fn score(&self, weight: f64, used: &[f64], allocatable: &[f64]) -> f64 {
+        let sum = self.dims.iter().try_fold(0.0, |sum, dim| Some(sum + Self::part(dim, used, allocatable)?));
+        self.finish(weight, sum)
     }
 }
 
@@ -101,8 +113,16 @@ impl Policy for Binpack {
             return;
         }
         let request = Request::new(&self.dims, s.task_req(task));
-        for (score, &n) in scores.iter_mut().zip(nodes) {
-            *score = request.score(self.weight, s.node_used(n), s.node_allocatable(n));
+        let weight = self.weight;
+        let nodes = scores.iter_mut().zip(nodes).map(|(score, &n)| (score, s.node_used(n), s.node_allocatable(n)));
+        match request.dims[..] {
+            // The usual request, cpu and memory, without a loop over them:
+            // compiled to Wasm, a two-round loop costs more than its body.
+            [a, b] => nodes.for_each(|(score, used, alloc)| {
+                let sum = Request::part(&a, used, alloc).zip(Request::part(&b, used, alloc)).map(|(x, y)| x + y);
+                *score = request.finish(weight, sum);
+            }),
+            _ => nodes.for_each(|(score, used, alloc)| *score = request.score(weight, used, alloc)),
         }
     }
 }

@@ -38,7 +38,6 @@ mod limits;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use tephra_sdk::bindings::tephra::scheduler::host::Kind;
 use tephra_sdk::resource::EPSILON;
@@ -141,6 +140,26 @@ struct Queue {
     limits: HashMap<u32, GroupLimit>,
 }
 
+/// The exceeded dimensions of a limit, in words.
+#[cold]
+fn over_message(
+    s: &Session,
+    l: &GroupLimit,
+    used: impl Fn(Option<usize>) -> f64,
+    exceeded: impl Fn(&(String, Option<usize>, f64)) -> bool,
+) -> String {
+    let over: Vec<String> = l
+        .amounts
+        .iter()
+        .filter(|a| exceeded(a))
+        .map(|(name, dim, limit)| match dim {
+            Some(d) => format!("{name} {} > {}", amount(s, *d, used(*dim)), amount(s, *d, *limit)),
+            None => format!("{name} 0 > {limit}"),
+        })
+        .collect();
+    over.join(", ")
+}
+
 /// A queue whose capability exceeds what its usable nodes hold.
 #[derive(Debug, PartialEq)]
 pub struct Shortfall {
@@ -171,35 +190,37 @@ pub struct NodeGroup {
     reasons: Reasons,
 }
 
-#[derive(Default)]
 struct Reasons {
-    no_label_strict: Option<Arc<str>>,
-    no_label_affinity: Option<Arc<str>>,
+    no_label_strict: Unfit,
+    no_label_affinity: Unfit,
     /// Per group: (queue has no affinity, group not listed, group anti-required).
-    per_group: Vec<[Arc<str>; 3]>,
+    per_group: Vec<[Unfit; 3]>,
 }
 
 impl Reasons {
     fn new(groups: &[String]) -> Self {
+        let no_label = |why: &str| Unfit::unresolvable(format!("node has no {GROUP_LABEL} label {why}"));
         Reasons {
-            no_label_strict: Some(
-                format!("node has no {GROUP_LABEL} label (strict mode admits only nodes of a node group)").into(),
-            ),
-            no_label_affinity: Some(
-                format!("node has no {GROUP_LABEL} label and the queue has a node-group affinity").into(),
-            ),
+            no_label_strict: no_label("(strict mode admits only nodes of a node group)"),
+            no_label_affinity: no_label("and the queue has a node-group affinity"),
             per_group: groups
                 .iter()
                 .map(|group| {
                     [
-                        format!("node is in nodegroup \"{group}\" but the queue has no node-group affinity").into(),
-                        format!("nodegroup \"{group}\" is not among the queue's required or preferred node groups")
-                            .into(),
-                        format!("nodegroup \"{group}\" is in the queue's required anti-affinity").into(),
+                        format!("node is in nodegroup \"{group}\" but the queue has no node-group affinity"),
+                        format!("nodegroup \"{group}\" is not among the queue's required or preferred node groups"),
+                        format!("nodegroup \"{group}\" is in the queue's required anti-affinity"),
                     ]
+                    .map(Unfit::unresolvable)
                 })
                 .collect(),
         }
+    }
+}
+
+impl Default for Reasons {
+    fn default() -> Self {
+        Reasons::new(&[])
     }
 }
 
@@ -374,19 +395,13 @@ impl NodeGroup {
     fn over_limit(&self, s: &Session, queue: &Queue, task: u32, group: u32) -> Option<String> {
         let l = queue.limits.get(&group)?;
         let req = s.task_req(task);
-        let over: Vec<String> = l
-            .amounts
-            .iter()
-            .filter_map(|(name, dim, limit)| {
-                let used = dim.map_or(0.0, |d| l.allocated[d] + req[d]);
-                let exceeded = used > *limit && used - limit >= EPSILON;
-                exceeded.then(|| match dim {
-                    Some(d) => format!("{name} {} > {}", amount(s, *d, used), amount(s, *d, *limit)),
-                    None => format!("{name} 0 > {limit}"),
-                })
-            })
-            .collect();
-        (!over.is_empty()).then(|| over.join(", "))
+        let used = |dim: Option<usize>| dim.map_or(0.0, |d| l.allocated[d] + req[d]);
+        let exceeded = |&(_, dim, limit): &(String, Option<usize>, f64)| {
+            let used = used(dim);
+            used > limit && used - limit >= EPSILON
+        };
+        // Checked first without words: this runs for every node of a group the queue limits.
+        l.amounts.iter().any(exceeded).then(|| over_message(s, l, used, exceeded))
     }
 
     /// Queues whose `capability` exceeds, by ε or more in some dimension, the
@@ -469,6 +484,12 @@ impl NodeGroup {
         &self.groups[g as usize]
     }
 
+    #[cold]
+    fn limit_unfit(&self, g: u32, over: String) -> Unfit {
+        let group = self.group_name(g);
+        Unfit::unresolvable(format!("the queue's resource limit in nodegroup \"{group}\" would be exceeded: {over}"))
+    }
+
     /// The task's queue and the affinity that applies to it, worked out once
     /// per predicate call (step 1 of the module docs fails every node).
     fn admission(&self, s: &Session, task: u32) -> Result<Admission<'_>, Unfit> {
@@ -482,32 +503,44 @@ impl NodeGroup {
 
     /// Whether `node` admits `task` (steps 2–5 of the module docs).
     fn admits(&self, s: &Session, task: u32, (queue, affinity): Admission<'_>, node: u32) -> Result<(), Unfit> {
-        let g = self.node_group.get(node as usize).copied().unwrap_or(NONE);
+        let g = self.group_of(node);
+        match self.refusal(g, affinity) {
+            Some(why) => Err(why.clone()),
+            None => self.over_limit_in(s, queue, task, g).map_or(Ok(()), Err),
+        }
+    }
+
+    fn group_of(&self, node: u32) -> u32 {
+        self.node_group.get(node as usize).copied().unwrap_or(NONE)
+    }
+
+    /// Steps 2–4 for a node of group `g` (`NONE`: unlabelled): one of the
+    /// session's reasons, handed out by reference (this runs for every node
+    /// of every task), or `None` if the limits (step 5) are all that is left.
+    fn refusal(&self, g: u32, affinity: Option<&Affinity>) -> Option<&Unfit> {
         if g == NONE {
-            let cached =
-                |m: &Option<Arc<str>>| Unfit::unresolvable(m.clone().unwrap_or_else(|| "unlabelled node".into()));
             return match (self.strict, affinity) {
-                (false, None) => Ok(()),
-                (true, _) => Err(cached(&self.reasons.no_label_strict)),
-                (false, Some(_)) => Err(cached(&self.reasons.no_label_affinity)),
+                (false, None) => None,
+                (true, _) => Some(&self.reasons.no_label_strict),
+                (false, Some(_)) => Some(&self.reasons.no_label_affinity),
             };
         }
-        let reason = |k: usize| Unfit::unresolvable(self.reasons.per_group[g as usize][k].clone());
-        let Some(affinity) = affinity else {
-            return Err(reason(0));
-        };
-        match affinity.verdict[g as usize] {
-            Verdict::Allowed => {}
-            Verdict::NotListed => return Err(reason(1)),
-            Verdict::AntiRequired => return Err(reason(2)),
+        let reasons = &self.reasons.per_group[g as usize];
+        match affinity.map(|a| a.verdict[g as usize]) {
+            None => Some(&reasons[0]),
+            Some(Verdict::Allowed) => None,
+            Some(Verdict::NotListed) => Some(&reasons[1]),
+            Some(Verdict::AntiRequired) => Some(&reasons[2]),
         }
-        if let Some(over) = queue.and_then(|queue| self.over_limit(s, queue, task, g)) {
-            return Err(Unfit::unresolvable(format!(
-                "the queue's resource limit in nodegroup \"{}\" would be exceeded: {over}",
-                self.group_name(g)
-            )));
+    }
+
+    /// Step 5: the queue's limit in group `g` (unlabelled nodes have none).
+    fn over_limit_in(&self, s: &Session, queue: Option<&Queue>, task: u32, g: u32) -> Option<Unfit> {
+        if g == NONE {
+            return None;
         }
-        Ok(())
+        let over = self.over_limit(s, queue?, task, g)?;
+        Some(self.limit_unfit(g, over))
     }
 }
 
@@ -561,10 +594,20 @@ impl Policy for NodeGroup {
 
     fn predicate_nodes(&mut self, s: &Session, task: u32, nodes: &[u32], fits: &mut Fits) {
         match self.admission(s, task) {
-            Ok(admission) => {
+            Ok((queue, affinity)) => {
+                // Most queues have no limits: then step 5 is not even called.
+                let limited = queue.filter(|q| !q.limits.is_empty());
                 for (i, &n) in nodes.iter().enumerate() {
-                    if let Err(why) = self.admits(s, task, admission, n) {
-                        fits.reject(i, &why);
+                    // `admits`, with the session's reasons passed by reference.
+                    let g = self.group_of(n);
+                    match self.refusal(g, affinity) {
+                        Some(why) => fits.reject(i, why),
+                        None if limited.is_some() => {
+                            if let Some(why) = self.over_limit_in(s, limited, task, g) {
+                                fits.reject(i, &why);
+                            }
+                        }
+                        None => {}
                     }
                 }
             }
@@ -579,7 +622,7 @@ impl Policy for NodeGroup {
             return;
         };
         for (score, &n) in scores.iter_mut().zip(nodes) {
-            let g = self.node_group.get(n as usize).copied().unwrap_or(NONE);
+            let g = self.group_of(n);
             *score = if g == NONE { 0.0 } else { affinity.score[g as usize] };
         }
     }

@@ -26,6 +26,10 @@ pub struct NodeOrder {
     most: f64,
     balanced: f64,
     gpu: Option<usize>,
+    /// Per node, allocatable cpu and memory as kube-scheduler's integers:
+    /// they do not move within a session, and rounding them for every
+    /// node of every task cost as much as the rest of a score.
+    allocatable: Vec<(i64, i64)>,
 }
 
 /// Mean of `score` over the dimensions with capacity (kube-scheduler skips
@@ -78,6 +82,8 @@ impl Policy for NodeOrder {
         self.most = args.f64("mostrequested.weight", 0.0)?;
         self.balanced = args.f64("balancedresource.weight", 1.0)?;
         self.gpu = s.dim("nvidia.com/gpu");
+        let whole = |n: u32, d: usize| round(s.node_allocatable(n)[d]) as i64;
+        self.allocatable = (0..s.nodes() as u32).map(|n| (whole(n, CPU), whole(n, MEMORY))).collect();
         Ok(())
     }
 
@@ -116,9 +122,10 @@ impl NodeOrder {
         let req = task.req;
         // Kube-scheduler's NodeInfo, as Volcano builds it, holds every task on
         // the node: pipelined ones count as requested too.
-        let (used, pipelined, alloc) = (s.node_used(node), s.node_pipelined(node), s.node_allocatable(node));
-        let pair = |d: usize| (round(used[d] + pipelined[d] + req[d]) as i64, round(alloc[d]) as i64);
-        let cpu_mem = [pair(CPU), pair(MEMORY)];
+        let (used, pipelined) = (s.node_used(node), s.node_pipelined(node));
+        let requested = |d: usize| round(used[d] + pipelined[d] + req[d]) as i64;
+        let (cpu, memory) = self.allocatable[node as usize];
+        let cpu_mem = [(requested(CPU), cpu), (requested(MEMORY), memory)];
         let mut score = 0.0;
         if self.least != 0.0 {
             score += self.least * mean(&cpu_mem, least_requested) as f64;
@@ -127,7 +134,8 @@ impl NodeOrder {
             score += self.most * mean(&cpu_mem, most_requested) as f64;
         }
         if task.balanced {
-            score += self.balanced * balanced(cpu_mem[0], cpu_mem[1], task.gpu.map(pair)) as f64;
+            let gpu = task.gpu.map(|g| (requested(g), round(s.node_allocatable(node)[g]) as i64));
+            score += self.balanced * balanced(cpu_mem[0], cpu_mem[1], gpu) as f64;
         }
         score
     }

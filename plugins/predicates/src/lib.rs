@@ -12,7 +12,7 @@
 
 use tephra_sdk::resource::PODS;
 use tephra_sdk::types::{AffinityExpr, Toleration};
-use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit};
+use tephra_sdk::{Args, ExtensionPoint as P, Fits, Policy, Session, Unfit};
 
 const UNSCHEDULABLE: &str = "node(s) were unschedulable";
 const AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -24,6 +24,7 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 pub struct Predicates {
     affinity: bool,
     taints: bool,
+    fixed: Fixed,
     // Per-session indexes: row numbers into the snapshot's columns, by owner,
     // so a check touches only its task's and node's rows.
     /// Per node: `node_labels` rows, sorted by key.
@@ -36,6 +37,24 @@ pub struct Predicates {
     tolerations: Vec<Vec<usize>>,
     /// Per task: `task_affinity` rows, sorted by term.
     terms: Vec<Vec<usize>>,
+}
+
+/// The rejections with fixed messages, built once: a rejection hands out a
+/// clone, which allocates nothing and is recognised by pointer.
+struct Fixed {
+    unschedulable: Unfit,
+    affinity: Unfit,
+    pods: Unfit,
+}
+
+impl Default for Fixed {
+    fn default() -> Self {
+        Fixed {
+            unschedulable: Unfit::unresolvable(UNSCHEDULABLE),
+            affinity: Unfit::unresolvable(AFFINITY),
+            pods: Unfit::new(PODS_EXCEEDED),
+        }
+    }
 }
 
 /// Row numbers grouped by owner id.
@@ -120,6 +139,29 @@ impl Predicates {
         Ok(())
     }
 
+    /// The checks in Volcano's order; `affinity`: NodeAffinity applies (it is
+    /// on, and the task has a selector or required terms).
+    fn check(&self, s: &Session, t: usize, n: usize, affinity: bool) -> Result<(), Unfit> {
+        if s.snap.node_unschedulable[n] && !self.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule") {
+            return Err(self.fixed.unschedulable.clone());
+        }
+        if affinity && !(self.selector_matches(s, t, n) && self.terms_match(s, t, n)) {
+            return Err(self.fixed.affinity.clone());
+        }
+        if self.taints {
+            if let Some(message) = self.untolerated_taint(s, t, n) {
+                return Err(Unfit::unresolvable(message));
+            }
+        }
+        // Volcano counts every task on the node, pipelined ones included.
+        let node = n as u32;
+        let pods = s.node_used(node)[PODS] + s.node_pipelined(node)[PODS];
+        if s.node_allocatable(node)[PODS] <= pods {
+            return Err(self.fixed.pods.clone());
+        }
+        Ok(())
+    }
+
     fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
         let taints = &s.snap.node_taints;
         self.hard_taints[node].iter().map(|&r| &taints[r]).find_map(|t| {
@@ -163,24 +205,19 @@ impl Policy for Predicates {
     /// Unresolvable failures are reported before the pod count, so a node that
     /// fails both is skipped by preempt/reclaim (Volcano aborts on them too).
     fn predicate(&mut self, s: &Session, task: u32, node: u32) -> Result<(), Unfit> {
-        let (t, n) = (task as usize, node as usize);
-        if s.snap.node_unschedulable[n] && !self.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule") {
-            return Err(Unfit::unresolvable(UNSCHEDULABLE));
-        }
-        if self.affinity && !(self.selector_matches(s, t, n) && self.terms_match(s, t, n)) {
-            return Err(Unfit::unresolvable(AFFINITY));
-        }
-        if self.taints {
-            if let Some(message) = self.untolerated_taint(s, t, n) {
-                return Err(Unfit::unresolvable(message));
+        self.check(s, task as usize, node as usize, self.affinity)
+    }
+
+    /// The task's side once per call: a task without a selector or required
+    /// terms (most) passes NodeAffinity on every node.
+    fn predicate_nodes(&mut self, s: &Session, task: u32, nodes: &[u32], fits: &mut Fits) {
+        let t = task as usize;
+        let affinity = self.affinity && !(self.selector[t].is_empty() && self.terms[t].is_empty());
+        for (i, &n) in nodes.iter().enumerate() {
+            if let Err(why) = self.check(s, t, n as usize, affinity) {
+                fits.reject(i, &why);
             }
         }
-        // Volcano counts every task on the node, pipelined ones included.
-        let pods = s.node_used(node)[PODS] + s.node_pipelined(node)[PODS];
-        if s.node_allocatable(node)[PODS] <= pods {
-            return Err(Unfit::new(PODS_EXCEEDED));
-        }
-        Ok(())
     }
 }
 
@@ -478,6 +515,54 @@ mod tests {
         assert_eq!(run(3.0, 3, 0), exceeded);
         assert_eq!(run(3.0, 2, 1), exceeded);
         assert_eq!(run(0.0, 0, 0), exceeded);
+    }
+
+    /// The batch form works out the task's side once: it must answer as
+    /// `predicate` does node by node, for every kind of task and node.
+    #[test]
+    fn batch_answers_match_node_by_node() {
+        let mut b = B::new();
+        let plain = b.node();
+        let cordoned = b.node();
+        b.b.snap.node_unschedulable[cordoned as usize] = true;
+        let zone_a = b.node();
+        b.label(zone_a, "zone", "a");
+        let tainted = b.node();
+        b.taint(tainted, "gpu", "true", "NoSchedule");
+        let full = b.b.node(&[4000.0, 8e9, 1.0]);
+        b.b.task(b.job, &[0.0], TaskStatus::Running, full);
+        let nodes = [plain, cordoned, zone_a, tainted, full];
+        let bare = b.task();
+        let selects = b.task();
+        b.select(selects, "zone", "a");
+        let prefers_a = b.task();
+        b.expr(prefers_a, 0, "zone", "In", &["a"]);
+        let tolerant = b.task();
+        b.tolerate(tolerant, "gpu", "Exists", "", "");
+        b.tolerate(tolerant, UNSCHEDULABLE_TAINT, "Exists", "", "NoSchedule");
+        let s = b.b.build();
+        let on_off = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        for args in [
+            vec![],
+            on_off("predicate.NodeAffinityEnable", "false"),
+            on_off("predicate.TaintTolerationEnable", "false"),
+        ] {
+            let mut p = Predicates::default();
+            p.open(&s, &Args::from_pairs(args.clone())).unwrap();
+            for t in [bare, selects, prefers_a, tolerant] {
+                let one: Vec<Option<Unfit>> = nodes.iter().map(|&n| p.predicate(&s, t, n).err()).collect();
+                let mut rt = Runtime::<Predicates>::default();
+                rt.open_session(s.snap.clone(), args.clone()).unwrap();
+                let fit = rt.predicate(t, &nodes);
+                let batch: Vec<Option<Unfit>> = fit
+                    .codes
+                    .iter()
+                    .map(|&c| c.checked_sub(1).map(|k| &fit.reasons[k as usize]))
+                    .map(|r| r.map(|r| Unfit { message: r.message.as_str().into(), unresolvable: r.unresolvable }))
+                    .collect();
+                assert_eq!(batch, one, "task {t}, {args:?}");
+            }
+        }
     }
 
     #[test]
