@@ -29,7 +29,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 count() {
     # The bench resolves its paths from host/, as `cargo bench` runs it.
-    (cd host && TEPHRA_BENCH_ONLY="$workload" TEPHRA_BENCH_PLUGINS="$1" \
+    (cd host && TEPHRA_BENCH_ONLY="$workload" TEPHRA_BENCH_PLUGINS="$1" TEPHRA_BENCH_ROUNDS=1 \
         valgrind --tool=callgrind --callgrind-out-file="$out/$1.cg" \
         --toggle-collect='tephra::actions::allocate::execute*' "$bin" >"$out/$1.log" 2>&1) || {
         echo "instructions.sh: the $1 run failed; its output:" >&2

@@ -114,15 +114,22 @@ impl Policy for Binpack {
         }
         let request = Request::new(&self.dims, s.task_req(task));
         let weight = self.weight;
-        let nodes = scores.iter_mut().zip(nodes).map(|(score, &n)| (score, s.node_used(n), s.node_allocatable(n)));
+        let pairs = scores.iter_mut().zip(nodes);
         match request.dims[..] {
-            // The usual request, cpu and memory, without a loop over them:
-            // compiled to Wasm, a two-round loop costs more than its body.
-            [a, b] => nodes.for_each(|(score, used, alloc)| {
-                let sum = Request::part(&a, used, alloc).zip(Request::part(&b, used, alloc)).map(|(x, y)| x + y);
-                *score = request.finish(weight, sum);
-            }),
-            _ => nodes.for_each(|(score, used, alloc)| *score = request.score(weight, used, alloc)),
+            // The usual request, cpu and memory, without a loop over them
+            // (compiled to Wasm, a two-round loop costs more than its body),
+            // read from the columns: the node's row is not sliced out.
+            [a, b] => {
+                let (used, alloc, d) = (&s.snap.node_used[..], &s.snap.node_allocatable[..], s.dims());
+                pairs.for_each(|(score, &n)| {
+                    let part = |(k, w, r): (usize, f64, f64)| {
+                        let at = n as usize * d + k;
+                        Request::part(&(at, w, r), used, alloc)
+                    };
+                    *score = request.finish(weight, part(a).zip(part(b)).map(|(x, y)| x + y));
+                })
+            }
+            _ => pairs.for_each(|(score, &n)| *score = request.score(weight, s.node_used(n), s.node_allocatable(n))),
         }
     }
 }

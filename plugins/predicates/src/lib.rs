@@ -148,20 +148,22 @@ impl Predicates {
         if affinity && !(self.selector_matches(s, t, n) && self.terms_match(s, t, n)) {
             return Err(self.fixed.affinity.clone());
         }
-        if self.taints {
+        // Most nodes have no hard taint: the check that builds a message is not even called.
+        if self.taints && !self.hard_taints[n].is_empty() {
             if let Some(message) = self.untolerated_taint(s, t, n) {
                 return Err(Unfit::unresolvable(message));
             }
         }
         // Volcano counts every task on the node, pipelined ones included.
-        let node = n as u32;
-        let pods = s.node_used(node)[PODS] + s.node_pipelined(node)[PODS];
-        if s.node_allocatable(node)[PODS] <= pods {
+        let at = n * s.dims() + PODS;
+        let sn = &s.snap;
+        if sn.node_allocatable[at] <= sn.node_used[at] + sn.node_pipelined[at] {
             return Err(self.fixed.pods.clone());
         }
         Ok(())
     }
 
+    #[cold]
     fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
         let taints = &s.snap.node_taints;
         self.hard_taints[node].iter().map(|&r| &taints[r]).find_map(|t| {
