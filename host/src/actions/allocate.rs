@@ -68,8 +68,8 @@ pub fn execute(ssn: &mut Session) {
         let mut roles = std::mem::take(roles);
         let stmt = allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors, &mut classes);
         failed_roles.insert(job, roles);
-        if let Some(stmt) = stmt {
-            if job_ready(ssn, job) {
+        if let Some((stmt, ready)) = stmt {
+            if ready {
                 stmt.commit(ssn);
                 if !tasks.is_empty() {
                     worksheet.insert(job, tasks);
@@ -90,9 +90,13 @@ fn allocate_tasks(
     failed_roles: &mut BTreeSet<u32>,
     cache_errors: bool,
     classes: &mut Classes,
-) -> Option<Statement> {
+) -> Option<(Statement, bool)> {
     let queue = ssn.job_queue(job);
     let mut stmt = Statement::new();
+    // JobReady's last answer: plugins change their minds only on events, and
+    // only a placement here makes one, so the answer after the last placement
+    // stands (a Wasm call saved per job, twice over).
+    let mut ready = None;
     classes.begin(ssn, job);
     while let Some(t) = tasks.pop_front() {
         if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
@@ -118,12 +122,15 @@ fn allocate_tasks(
         } else {
             stmt.pipeline(ssn, t, node, false);
         }
-        if job_ready(ssn, job) {
+        let now = job_ready(ssn, job);
+        ready = Some(now);
+        if now {
             break;
         }
     }
-    if job_ready(ssn, job) || job_pipelined(ssn, job) {
-        Some(stmt)
+    let ready = ready.unwrap_or_else(|| job_ready(ssn, job));
+    if ready || job_pipelined(ssn, job) {
+        Some((stmt, ready))
     } else {
         stmt.discard(ssn);
         None
@@ -163,4 +170,83 @@ fn need_continue(ssn: &Session, job: u32, failed_roles: &BTreeSet<u32>) -> bool 
         let want = roles.get(r).copied().unwrap_or(0);
         count(*r, &|s| crate::session::is_allocated(s) || s == TaskStatus::Pipelined) < want
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::PluginConf;
+    use crate::plugin::{Answer, Backend, Call};
+    use crate::policy::{Policies, Slot};
+    use crate::session::{Decision, Names, Session};
+    use crate::wasm::contract::{Event, EventKind, ExtensionPoint as P, PluginInfo, Snapshot};
+    use std::sync::{Arc, Mutex};
+
+    /// Gang's JobReady in miniature: ready once `min` placements are seen;
+    /// counts the questions.
+    struct Gang {
+        info: PluginInfo,
+        min: i64,
+        placed: i64,
+        asked: Arc<Mutex<u32>>,
+    }
+
+    impl Backend for Gang {
+        fn info(&self) -> &PluginInfo {
+            &self.info
+        }
+        fn origin(&self) -> &str {
+            "test"
+        }
+        fn open_session(&mut self, _: &Snapshot, _: &Arc<Names>, _: &[(String, String)]) -> Result<(), String> {
+            self.placed = 0;
+            Ok(())
+        }
+        fn close_session(&mut self) -> Result<(), String> {
+            Ok(())
+        }
+        fn on_events(&mut self, events: &[Event]) -> Result<(), String> {
+            for e in events {
+                self.placed += if e.kind == EventKind::Allocate { 1 } else { -1 };
+            }
+            Ok(())
+        }
+        fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
+            let Call::JobReady(_) = call else { return Err(format!("not asked for {call:?}")) };
+            *self.asked.lock().unwrap() += 1;
+            Ok(Answer::Bool(self.placed >= self.min))
+        }
+    }
+
+    /// Placed tasks and JobReady questions for one job of `pods` tasks
+    /// needing `min`, on two nodes with room for two tasks each.
+    fn allocate(pods: usize, min: u32) -> (usize, u32) {
+        let c = crate::synthetic::small(2, 2000.0, pods, 1000.0, min);
+        let asked = Arc::default();
+        let info = PluginInfo {
+            name: "gang".into(),
+            version: "t".into(),
+            contract: crate::CONTRACT.into(),
+            points: vec![P::JobReady, P::Events],
+        };
+        let gang = Gang { info, min: min.into(), placed: 0, asked: Arc::clone(&asked) };
+        let policies = Policies::new(vec![vec![Slot::new(PluginConf::new("gang"), Box::new(gang))]], true);
+        let mut ssn = Session::open(&c, policies, &Default::default(), 0, 1);
+        ssn.actions = vec!["allocate".into()];
+        super::execute(&mut ssn);
+        let (out, _) = ssn.close();
+        let binds = out.decisions.iter().filter(|d| matches!(d, Decision::Bind { .. })).count();
+        let asked = *asked.lock().unwrap();
+        (binds, asked)
+    }
+
+    /// No event, no new answer: JobReady is asked once after each placement,
+    /// not again before the statement commits or is discarded.
+    #[test]
+    fn job_ready_is_asked_once_per_placement() {
+        assert_eq!(allocate(3, 3), (3, 3));
+        // Ready after two of three: the third waits for the next turn of the job.
+        assert_eq!(allocate(3, 2), (3, 3));
+        // Five tasks needing five, room for four: never ready, nothing bound.
+        assert_eq!(allocate(5, 5), (0, 4));
+    }
 }
