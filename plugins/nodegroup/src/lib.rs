@@ -599,6 +599,8 @@ impl Policy for NodeGroup {
                 let limited = queue.filter(|q| !q.limits.is_empty());
                 for (i, &n) in nodes.iter().enumerate() {
                     // `admits`, with the session's reasons passed by reference.
+                    // Kept apart on purpose: one function serving both (a
+                    // `Cow` answer) cost allocate 39 M more instructions at 1k.
                     let g = self.group_of(n);
                     match self.refusal(g, affinity) {
                         Some(why) => fits.reject(i, why),
