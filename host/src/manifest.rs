@@ -448,7 +448,9 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             None => return Err(at.err("data", "a ConfigMap here must hold volcano-scheduler.conf")),
         },
         other => bail!(
-            "{}: {}: kind {other:?} is not supported (Node, Pod, Queue, PodGroup, Job, PriorityClass, ConfigMap)",
+            "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
+             ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
+             scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
             at.object
         ),
@@ -592,7 +594,13 @@ spec:
         let e = parse(text, "pods.yaml").unwrap_err().to_string();
         assert!(e.starts_with("pods.yaml: Pod ns/p: resources.requests.cpu: invalid quantity"), "{e}");
         let e = parse("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "x.yaml").unwrap_err().to_string();
-        assert!(e.contains("x.yaml: Service s: kind \"Service\" is not supported"), "{e}");
+        assert!(e.contains("x.yaml: Service s: kind \"Service\" of apiVersion \"v1\" is not supported"), "{e}");
+        // A Kubernetes Job is not a Volcano Job: the message names the group.
+        let e = parse("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ns}\n", "j.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kind \"Job\" of apiVersion \"batch/v1\" is not supported"), "{e}");
+        assert!(e.contains("batch.volcano.sh/v1alpha1 Job"), "{e}");
     }
 
     #[test]

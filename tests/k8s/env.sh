@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A real kube-apiserver + etcd on loopback for tephra's Kubernetes tests.
 #
-#   env.sh install      apt-get etcd-server, build kube-apiserver and kubectl
-#                       (only what is missing; safe to run again)
+#   env.sh install      apt-get etcd-server, build kube-apiserver, kubectl and
+#                       kube-scheduler (only what is missing; safe to run again)
 #   env.sh start DIR    certificates, token, etcd and kube-apiserver on
 #                       127.0.0.1 with state and logs in DIR; waits for
 #                       /readyz and prints DIR/kubeconfig
@@ -10,7 +10,8 @@
 #                       started)
 #   env.sh restart-apiserver DIR
 #                       stops kube-apiserver and starts it with the same flags
-#   env.sh bindir       prints the directory holding kube-apiserver and kubectl
+#   env.sh bindir       prints the directory holding kube-apiserver, kubectl and
+#                       kube-scheduler
 #
 # Progress goes to stderr; stdout carries only the printed path. See README.md.
 set -euo pipefail
@@ -27,6 +28,7 @@ CACHE="${TEPHRA_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tephra/k8s/$K8S_VERSI
 BIN="$CACHE/bin"
 APISERVER="$BIN/kube-apiserver"
 KUBECTL="$BIN/kubectl"
+SCHEDULER="$BIN/kube-scheduler"
 
 # Settings (environment):
 #   TEPHRA_K8S_CACHE            where the built binaries go
@@ -85,14 +87,16 @@ find_etcd() {
 # A stamp of the sources the binaries are built from: a changed go.mod,
 # go.sum or main file rebuilds them even under the same version.
 source_stamp() {
-    (cd "$MODDIR" && cat go.mod go.sum main.go cmd/kubectl/main.go | sha256sum | cut -d' ' -f1)
+    (cd "$MODDIR" && cat go.mod go.sum main.go cmd/kubectl/main.go cmd/kube-scheduler/main.go |
+        sha256sum | cut -d' ' -f1)
 }
 
 build_binaries() {
     local stamp ldflags tmp key val
     stamp="$(source_stamp)"
-    if [[ -x "$APISERVER" && -x "$KUBECTL" && "$(cat "$CACHE/stamp" 2>/dev/null)" == "$stamp" ]]; then
-        log "kube-apiserver and kubectl $K8S_VERSION already in $BIN"
+    if [[ -x "$APISERVER" && -x "$KUBECTL" && -x "$SCHEDULER" &&
+          "$(cat "$CACHE/stamp" 2>/dev/null)" == "$stamp" ]]; then
+        log "kube-apiserver, kubectl and kube-scheduler $K8S_VERSION already in $BIN"
         return
     fi
     # An older Go (Debian's) fetches the toolchain go.mod asks for through the module proxy.
@@ -122,10 +126,14 @@ build_binaries() {
     log "building kubectl $K8S_VERSION"
     (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
         -o "$tmp/kubectl" ./cmd/kubectl) >&2
-    mv -f "$tmp/kube-apiserver" "$tmp/kubectl" "$BIN/"
+    # The comparison baseline (bench-vs-kube-scheduler.sh, the placement test).
+    log "building kube-scheduler $K8S_VERSION"
+    (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
+        -o "$tmp/kube-scheduler" ./cmd/kube-scheduler) >&2
+    mv -f "$tmp/kube-apiserver" "$tmp/kubectl" "$tmp/kube-scheduler" "$BIN/"
     rmdir "$tmp"
     echo "$stamp" > "$CACHE/stamp"
-    log "built $APISERVER and $KUBECTL"
+    log "built $APISERVER, $KUBECTL and $SCHEDULER"
 }
 
 cmd_install() {
@@ -146,6 +154,7 @@ cmd_install() {
     build_binaries
     log "kube-apiserver: $("$APISERVER" --version)"
     log "kubectl: $("$KUBECTL" version --client 2>/dev/null | head -1)"
+    log "kube-scheduler: $("$SCHEDULER" --version)"
 }
 
 # --- start / stop -----------------------------------------------------------

@@ -63,6 +63,15 @@ NODE_MAJOR=$(node -p 'process.versions.node.split(".")[0]')
 # 1. Pinned tools from the committed lock file.
 cd "$HERE"
 [ -f package-lock.json ] || die "package-lock.json is missing (create it once with 'npm install' and commit it)"
+# npm ci with an empty cache refuses a lock entry without a version ("Invalid
+# Version:"), which a warm cache hides: catch it here, on every machine.
+UNVERSIONED=$(node -e '
+  const p = require("./package-lock.json").packages || {};
+  const bad = Object.keys(p).filter((k) => k && !p[k].link && !p[k].version);
+  if (bad.length) console.log(bad.length + " entries, e.g. " + bad[0]);') ||
+  die "package-lock.json is not valid JSON"
+[ -z "$UNVERSIONED" ] ||
+  die "package-lock.json lists packages without a version ($UNVERSIONED): regenerate it with 'rm package-lock.json && npm install --ignore-scripts'"
 LOCK_SUM=$(sha256sum package-lock.json | cut -d' ' -f1)
 STAMP=node_modules/.tephra-lock-sha256
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$LOCK_SUM" ]; then
