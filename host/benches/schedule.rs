@@ -25,7 +25,7 @@ use tephra::plugin::Backend;
 use tephra::policy::{Policies, Slot};
 use tephra::scheduler::Library;
 use tephra::session::{Decision, Session};
-use tephra::session_cache::SessionCache;
+use tephra::session_cache::SnapshotCache;
 use tephra::synthetic::{generate, Spec, CONFIG};
 
 fn native_backend(name: &str) -> Box<dyn Backend> {
@@ -85,7 +85,7 @@ fn run(cluster: &Cluster, config: &SchedulerConfig, lib: Option<&Library>) -> Ru
     let mut c = cluster.clone();
     let mut pol = policies(config, lib);
     let mut r = Run::default();
-    let mut cache = SessionCache::default();
+    let mut cache = SnapshotCache::default();
     let none = Default::default();
     for cycle in 0..10 {
         let start = Instant::now();

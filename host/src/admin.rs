@@ -1,137 +1,34 @@
 //! The admin surface: a small HTTP/1.1 server (loopback or any address) with
 //! health, readiness, Prometheus metrics, the plugin table, and promote /
-//! rollback commands. Commands are queued and applied by the scheduling loop
-//! between two cycles, so a swap never lands mid-cycle.
+//! rollback commands. It talks to the loop through a
+//! [`Handle`](crate::scheduler::control::Handle): commands are applied between
+//! two cycles, so a swap never lands mid-cycle; the state it serves is what the
+//! loop published after its latest cycle.
 
-use crate::report::QueueRow;
-use crate::scheduler::Scheduler;
+use crate::resource::ResourceList;
+use crate::scheduler::control::{Command, Handle, QueueRow, Status};
 use anyhow::{anyhow, Result};
-use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A request to change plugin versions.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Command {
-    /// Make the shadow of this plugin live.
-    Promote(String),
-    /// Put the previous version of this plugin back.
-    Rollback(String),
-}
-
-type Reply = Sender<Result<String, String>>;
-
-#[derive(Default)]
-struct View {
-    ready: bool,
-    metrics: String,
-    plugins: String,
-}
-
-/// The running admin server, as the scheduling loop sees it.
-pub struct Admin {
-    view: Arc<Mutex<View>>,
-    commands: Receiver<(Command, Reply)>,
-    pub addr: SocketAddr,
-}
-
-/// One row of `GET /plugins`.
-#[derive(Serialize)]
-struct PluginRow {
-    name: String,
-    version: String,
-    hash: String,
-    origin: String,
-    state: &'static str,
-    faults: u64,
-    last_error: Option<String>,
-}
-
-impl Admin {
-    /// Binds `addr` ("127.0.0.1:8080"; port 0 picks one) and serves in the background.
-    pub fn serve(addr: &str) -> Result<Admin> {
-        let listener = TcpListener::bind(addr).map_err(|e| anyhow!("admin address {addr}: {e}"))?;
-        let addr = listener.local_addr()?;
-        let view = Arc::new(Mutex::new(View::default()));
-        let (tx, rx) = channel();
-        let v = view.clone();
-        std::thread::Builder::new().name("tephra-admin".into()).spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let _ = handle(stream, &v, &tx);
-            }
-        })?;
-        Ok(Admin { view, commands: rx, addr })
-    }
-
-    /// Applies queued commands to the scheduler (call between cycles).
-    pub fn apply(&self, sched: &mut Scheduler) {
-        for (cmd, reply) in self.commands.try_iter() {
-            let r = match &cmd {
-                Command::Promote(name) => sched.promote_shadow(name).map(|_| format!("promoted the shadow of {name}")),
-                Command::Rollback(name) => sched.rollback(name).map(|_| format!("rolled {name} back")),
-            };
-            // The table reflects the change before the caller hears back.
-            let plugins = serde_json::to_string_pretty(&plugin_rows(sched)).unwrap_or_default();
-            self.view.lock().unwrap_or_else(|e| e.into_inner()).plugins = plugins;
-            let _ = reply.send(r.map_err(|e| e.to_string()));
+/// Binds `addr` ("127.0.0.1:8080"; port 0 picks one) and serves `handle` in
+/// the background; returns the address bound.
+pub fn serve(addr: &str, handle: Handle) -> Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).map_err(|e| anyhow!("admin address {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new().name("tephra-admin".into()).spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let _ = serve_one(stream, &handle);
         }
-    }
-
-    /// Publishes the scheduler's state after a cycle.
-    pub fn update(&self, sched: &Scheduler, queues: &[QueueRow]) {
-        let metrics = metrics(sched, queues);
-        let plugins = serde_json::to_string_pretty(&plugin_rows(sched)).unwrap_or_default();
-        let mut v = self.view.lock().unwrap_or_else(|e| e.into_inner());
-        v.ready = true;
-        v.metrics = metrics;
-        v.plugins = plugins;
-    }
+    })?;
+    Ok(bound)
 }
 
-impl Admin {
-    /// Like [`Admin::update`], with more metric lines (Prometheus text) appended.
-    pub fn update_with(&self, sched: &Scheduler, queues: &[QueueRow], extra: &str) {
-        self.update(sched, queues);
-        self.view.lock().unwrap_or_else(|e| e.into_inner()).metrics.push_str(extra);
-    }
-}
-
-fn plugin_rows(sched: &Scheduler) -> Vec<PluginRow> {
-    let mut rows = Vec::new();
-    let row = |p: &crate::wasm::WasmPlugin, state: &'static str| {
-        use crate::plugin::Backend;
-        let name = p.info().name.clone();
-        PluginRow {
-            version: p.info().version.clone(),
-            hash: p.hash().to_string(),
-            origin: p.origin().to_string(),
-            state,
-            faults: sched.stats.plugins.get(&name).map_or(0, |s| s.2),
-            last_error: sched.last_errors.get(&name).cloned(),
-            name,
-        }
-    };
-    for name in sched.library.names() {
-        if let Some(p) = sched.library.get(name) {
-            rows.push(row(p, "live"));
-        }
-        for p in sched.library.previous(name).iter().rev() {
-            rows.push(row(p, "previous"));
-        }
-    }
-    for p in sched.shadows.values() {
-        rows.push(row(p, "shadow"));
-    }
-    rows
-}
-
-/// Prometheus text exposition of the scheduler's counters and queue figures.
-pub fn metrics(sched: &Scheduler, queues: &[QueueRow]) -> String {
-    let s = &sched.stats;
+/// Prometheus text exposition of the published counters and queue figures.
+pub fn metrics(status: &Status) -> String {
+    let (s, queues) = (&status.stats, &status.queues);
     let mut m = String::new();
     let mut family = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
         let _ = writeln!(m, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -164,7 +61,7 @@ pub fn metrics(sched: &Scheduler, queues: &[QueueRow]) -> String {
         "Decisions a shadow plugin would change.",
         one(s.shadow_diffs as f64),
     );
-    let res = |f: &dyn Fn(&QueueRow) -> Option<&crate::resource::ResourceList>| -> Vec<(String, f64)> {
+    let res = |f: &dyn Fn(&QueueRow) -> Option<&ResourceList>| -> Vec<(String, f64)> {
         queues
             .iter()
             .flat_map(|q| {
@@ -181,10 +78,25 @@ pub fn metrics(sched: &Scheduler, queues: &[QueueRow]) -> String {
     family("tephra_queue_deserved", "gauge", "Deserved resources per queue.", res(&|q| q.deserved.as_ref()));
     let shares = queues.iter().filter_map(|q| Some((format!("{{queue=\"{}\"}}", q.name), q.share?))).collect();
     family("tephra_queue_share", "gauge", "Queue share (allocated / deserved).", shares);
+    let diffs = s
+        .shadow_diffs_by
+        .iter()
+        .map(|((plugin, kind), n)| (format!("{{plugin=\"{plugin}\",kind=\"{kind}\"}}"), *n as f64))
+        .collect();
+    family(
+        "tephra_shadow_decision_diffs_total",
+        "counter",
+        "Decisions a shadow plugin would change, by plugin and kind.",
+        diffs,
+    );
+    // The driver's own figures (leadership, API writes).
+    for f in &status.figures {
+        family(f.name, if f.counter { "counter" } else { "gauge" }, f.help, one(f.value));
+    }
     m
 }
 
-fn handle(stream: TcpStream, view: &Arc<Mutex<View>>, commands: &Sender<(Command, Reply)>) -> std::io::Result<()> {
+fn serve_one(stream: TcpStream, handle: &Handle) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -198,7 +110,7 @@ fn handle(stream: TcpStream, view: &Arc<Mutex<View>>, commands: &Sender<(Command
     }
     let mut parts = line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let (status, kind, body) = route(method, path, view, commands);
+    let (status, kind, body) = route(method, path, handle);
     let mut out = stream;
     write!(
         out,
@@ -208,20 +120,17 @@ fn handle(stream: TcpStream, view: &Arc<Mutex<View>>, commands: &Sender<(Command
     out.flush()
 }
 
-fn route(
-    method: &str,
-    path: &str,
-    view: &Arc<Mutex<View>>,
-    commands: &Sender<(Command, Reply)>,
-) -> (&'static str, &'static str, String) {
+fn route(method: &str, path: &str, handle: &Handle) -> (&'static str, &'static str, String) {
     const TEXT: &str = "text/plain; charset=utf-8";
-    let v = || view.lock().unwrap_or_else(|e| e.into_inner());
+    let v = || handle.status();
     match (method, path) {
         ("GET", "/healthz") => ("200 OK", TEXT, "ok\n".into()),
         ("GET", "/readyz") if v().ready => ("200 OK", TEXT, "ready\n".into()),
         ("GET", "/readyz") => ("503 Service Unavailable", TEXT, "no cycle has completed yet\n".into()),
-        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", v().metrics.clone()),
-        ("GET", "/plugins") => ("200 OK", "application/json", v().plugins.clone()),
+        ("GET", "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics(&v())),
+        ("GET", "/plugins") => {
+            ("200 OK", "application/json", serde_json::to_string_pretty(&v().plugins).unwrap_or_default())
+        }
         ("POST", p) if p.starts_with("/plugins/") => {
             let rest = &p["/plugins/".len()..];
             let cmd = match rest.rsplit_once('/') {
@@ -229,10 +138,9 @@ fn route(
                 Some((name, "rollback")) => Command::Rollback(name.to_string()),
                 _ => return ("404 Not Found", TEXT, "use POST /plugins/NAME/promote or /rollback\n".into()),
             };
-            let (tx, rx) = channel();
-            if commands.send((cmd, tx)).is_err() {
+            let Some(rx) = handle.send(cmd) else {
                 return ("503 Service Unavailable", TEXT, "the scheduler is not running\n".into());
-            }
+            };
             match rx.recv_timeout(Duration::from_secs(30)) {
                 Ok(Ok(msg)) => ("200 OK", TEXT, msg + "\n"),
                 Ok(Err(e)) => ("409 Conflict", TEXT, e + "\n"),

@@ -758,8 +758,8 @@ fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, s: &Valu
     let mut reports = sim.run();
     for job in jobs {
         sim.cluster.podgroups.push(job);
-        let limit = sim.cycle + 30;
-        while sim.cycle < limit {
+        let limit = sim.cycle() + 30;
+        while sim.cycle() < limit {
             let r = sim.step();
             let done = sim.settled(&r);
             reports.push(r);

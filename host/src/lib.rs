@@ -1,35 +1,30 @@
 //! tephra: a batch scheduler for Kubernetes whose every policy is a
 //! WebAssembly component.
 //!
-//! The pipeline: a [`model::Cluster`] (from manifests or the API) is
-//! snapshotted into a [`session::Session`]; [`actions`] run over it, asking
-//! the [`policy::Policies`] dispatcher, which combines the answers of
-//! [`wasm`] plugins tier by tier; [`statement::Statement`]s commit binds and
-//! evictions; the [`simulate`] loop applies them like a kubelet would.
+//! This crate is the facade over the layers (docs/architecture.md), bottom
+//! up: the plugin [`contract`]; the cluster [`model`] with its snapshot and
+//! [`session_cache`]; the [`policy`] dispatcher over plugin [`plugin`]
+//! backends; the [`session`] with its [`statement`]s and [`reservation`]s;
+//! the [`actions`]; the Wasm runtime ([`wasm`]); the [`scheduler`] and its
+//! one loop; the drivers ([`simulate`], [`k8s`]). On top: the CLI, the
+//! [`admin`] surface, and the tools [`conformance`] and [`scaffold`].
+//! Each layer is its own crate under `host/crates/`, so an upward import
+//! does not compile.
 
-pub mod actions;
+pub use tephra_actions as actions;
+pub use tephra_contract as contract;
+pub use tephra_dispatch::{backend as plugin, policy};
+pub use tephra_kube as k8s;
+pub use tephra_model::{cache as session_cache, cluster as model, config, manifest, resource, snapshot};
+pub use tephra_model::{synthetic, tracked, validate};
+pub use tephra_runtime as wasm;
+pub use tephra_scheduler as scheduler;
+pub use tephra_session::{reservation, session, statement};
+pub use tephra_sim::{report, simulate};
+
 pub mod admin;
-pub mod config;
 pub mod conformance;
-pub mod k8s;
-pub mod live;
-pub mod manifest;
-pub mod model;
-pub mod plugin;
-pub mod policy;
-pub mod report;
-pub mod reservation;
-pub mod resource;
 pub mod scaffold;
-pub mod scheduler;
-pub mod session;
-pub mod session_cache;
-pub mod simulate;
-pub mod statement;
-pub mod synthetic;
-pub mod tracked;
-pub mod validate;
-pub mod wasm;
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).
-pub const CONTRACT: &str = "0.4.0";
+pub const CONTRACT: &str = tephra_contract::CONTRACT;

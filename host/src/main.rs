@@ -5,15 +5,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use tephra::admin::Admin;
 use tephra::config::SchedulerConfig;
 use tephra::conformance::{self, Verdict};
-use tephra::live::Watcher;
 use tephra::manifest::{self, Object};
 use tephra::plugin::Backend;
-use tephra::scheduler::{Library, Scheduler};
+use tephra::scheduler::control::channel_pair;
+use tephra::scheduler::{Driver, Library, Loop, Scheduler};
 use tephra::simulate::{Options, Simulation};
-use tephra::wasm::{content_hash, Runtime, Sandbox, WasmPlugin};
+use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
 
 /// The demo cluster `tephra simulate` runs when given no files.
 const DEMO: &str = include_str!("../../examples/demo/cluster.yaml");
@@ -124,7 +123,19 @@ struct Serve {
     /// Pods whose `spec.schedulerName` is this are scheduled.
     #[arg(long, default_value = "volcano")]
     scheduler_name: String,
-    /// Serve /healthz, /readyz, /metrics and /plugins on this address.
+    /// A component to run as the live version of the plugin it names (repeatable).
+    #[arg(long = "plugin")]
+    plugins: Vec<PathBuf>,
+    /// A component to run as a shadow of the plugin it names: compared every cycle, never applied.
+    #[arg(long = "shadow")]
+    shadows: Vec<PathBuf>,
+    /// Swap in new or changed `.wasm` files of --plugins while running.
+    #[arg(long)]
+    watch: bool,
+    /// Roll a newly promoted plugin version back after it faults this many cycles in a row.
+    #[arg(long, default_value_t = 3)]
+    rollback_after: u32,
+    /// Serve /healthz, /readyz, /metrics, /plugins and promote/rollback on this address.
     #[arg(long)]
     admin: Option<String>,
     /// Time between scheduling cycles (Volcano's schedule-period).
@@ -155,19 +166,74 @@ struct Serve {
     bind_concurrency: std::num::NonZeroUsize,
 }
 
+/// The scheduler both commands run: a config, the plugin library with the
+/// components given one by one, and shadows.
+struct Setup {
+    config: SchedulerConfig,
+    plugins_dir: Option<PathBuf>,
+    plugins: Vec<PathBuf>,
+    shadows: Vec<PathBuf>,
+    rollback_after: u32,
+}
+
+impl Setup {
+    fn scheduler(&self) -> Result<Scheduler> {
+        let mut library = Library::load(self.plugins_dir.as_deref())?;
+        for p in &self.plugins {
+            library.load_file(p)?;
+        }
+        let mut scheduler = Scheduler::new(self.config.clone(), &library);
+        scheduler.rollback_after = self.rollback_after.max(1);
+        for s in &self.shadows {
+            let bytes = std::fs::read(s).map_err(|e| anyhow!("{}: {e}", s.display()))?;
+            scheduler.set_shadow(&bytes, &s.display().to_string())?;
+        }
+        for p in &scheduler.missing_plugins {
+            eprintln!("warning: plugin {p:?} is configured but not available; it is skipped");
+        }
+        Ok(scheduler)
+    }
+}
+
+/// What runs beside the loop: the plugin directory and config watches and
+/// the admin surface.
+fn attach<D: Driver>(
+    lp: &mut Loop<D>,
+    watch_dir: Option<&Path>,
+    config: Option<&Path>,
+    admin: Option<&str>,
+) -> Result<()> {
+    if let Some(dir) = watch_dir {
+        lp.watch_plugins(dir)?;
+    }
+    if let Some(path) = config {
+        lp.watch_config(path);
+    }
+    if let Some(addr) = admin {
+        let (control, handle) = channel_pair();
+        let bound = tephra::admin::serve(addr, handle)?;
+        eprintln!("admin: listening on http://{bound}");
+        lp.control(control);
+    }
+    Ok(())
+}
+
 fn serve(s: Serve) -> Result<()> {
     let config = match &s.config {
-        Some(p) => read_config(p)?,
+        Some(p) => SchedulerConfig::read(p)?,
         None => SchedulerConfig::default_config(),
     };
-    let library = Library::load(s.plugins_dir.as_deref())?;
-    let scheduler = Scheduler::new(config, &library);
-    for p in &scheduler.missing_plugins {
-        eprintln!("warning: plugin {p:?} is configured but not available; it is skipped");
+    if s.watch && s.plugins_dir.is_none() {
+        return Err(anyhow!("--watch needs --plugins (a directory of components to watch)"));
     }
-    for a in &scheduler.missing_actions {
-        eprintln!("warning: action {a:?} is configured but not implemented yet; it is skipped");
-    }
+    let setup = Setup {
+        config,
+        plugins_dir: s.plugins_dir.clone(),
+        plugins: s.plugins,
+        shadows: s.shadows,
+        rollback_after: s.rollback_after,
+    };
+    let scheduler = setup.scheduler()?;
     if s.leader_elect_renew_deadline >= s.leader_elect_lease_duration {
         return Err(anyhow!("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"));
     }
@@ -177,9 +243,7 @@ fn serve(s: Serve) -> Result<()> {
     });
     let opts = tephra::k8s::Options {
         kubeconfig: s.kubeconfig,
-        config_path: s.config,
         scheduler_name: s.scheduler_name,
-        admin: s.admin,
         period: s.period,
         leader_elect: s.leader_elect.then_some((s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
         lease: tephra::k8s::leader::Timing {
@@ -191,12 +255,14 @@ fn serve(s: Serve) -> Result<()> {
         evict_mode: s.evict_mode,
         bind_concurrency: s.bind_concurrency.get(),
     };
-    tephra::k8s::run(opts, scheduler)
-}
-
-fn read_config(path: &Path) -> Result<SchedulerConfig> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    SchedulerConfig::parse(&text, &path.display().to_string())
+    let Some((kube, cluster)) = tephra::k8s::Kube::connect(opts)? else { return Ok(()) };
+    let mut lp = Loop::new(cluster, scheduler, kube);
+    // The config file is a mounted ConfigMap: its edits are always picked up.
+    let watch_dir = s.plugins_dir.as_deref().filter(|_| s.watch);
+    attach(&mut lp, watch_dir, s.config.as_deref(), s.admin.as_deref())?;
+    lp.run(|_| {});
+    lp.driver.shutdown();
+    Ok(())
 }
 
 fn simulate(run: Run) -> Result<()> {
@@ -218,7 +284,7 @@ fn simulate(run: Run) -> Result<()> {
     let config_path = config;
     let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
     let config = match &config_path {
-        Some(path) => read_config(path)?,
+        Some(path) => SchedulerConfig::read(path)?,
         None => objects
             .iter()
             .find_map(|t| match &t.object {
@@ -241,85 +307,36 @@ fn simulate(run: Run) -> Result<()> {
     for w in &findings.warnings {
         eprintln!("warning: {w}");
     }
-    let mut library = Library::load(plugins_dir.as_deref())?;
-    for p in &plugins {
-        library.load_file(p)?;
-    }
-    let mut scheduler = Scheduler::new(config, &library);
-    scheduler.rollback_after = rollback_after.max(1);
-    for s in &shadows {
-        let bytes = std::fs::read(s).map_err(|e| anyhow!("{}: {e}", s.display()))?;
-        scheduler.set_shadow(&bytes, &s.display().to_string())?;
-    }
     if watch && plugins_dir.is_none() && config_path.is_none() {
         return Err(anyhow!("--watch needs --plugins-dir or --config to watch"));
     }
-    let watcher = match (&plugins_dir, watch) {
-        (Some(dir), true) => Some(Watcher::spawn(dir, library.runtime.clone(), Duration::from_millis(200))?),
-        _ => None,
-    };
-    let admin = admin.as_deref().map(Admin::serve).transpose()?;
-    if let Some(a) = &admin {
-        eprintln!("admin: listening on http://{}", a.addr);
-    }
-    for p in &scheduler.missing_plugins {
-        eprintln!("warning: plugin {p:?} is configured but not available; it is skipped");
-    }
-    for a in &scheduler.missing_actions {
-        eprintln!("warning: action {a:?} is configured but not implemented yet; it is skipped");
-    }
+    let setup = Setup { config, plugins_dir: plugins_dir.clone(), plugins, shadows, rollback_after };
+    let scheduler = setup.scheduler()?;
     let live = realtime || watch || admin.is_some();
-    let mut sim = Simulation::new(objects, scheduler, options.clone());
-    let reports = if !live {
-        sim.run()
-    } else {
-        // Long-running: swaps, config edits and admin commands land between cycles.
-        let mut config_hash = config_path.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| content_hash(&b));
+    let mut sim = Simulation::new(objects, scheduler, options);
+    if live {
+        // Long-running: swaps, config edits and admin commands land between
+        // cycles, paced in real time, until --cycles.
+        sim.driver.stop_when_settled = false;
+        sim.driver.realtime = true;
+        let dir = plugins_dir.as_deref().filter(|_| watch);
+        let config = config_path.as_deref().filter(|_| watch);
+        attach(&mut sim.0, dir, config, admin.as_deref())?;
         let mut prev: Option<tephra::report::CycleReport> = None;
         let mut reports = Vec::new();
-        while sim.cycle < options.max_cycles {
-            for staged in watcher.iter().flat_map(Watcher::ready) {
-                let r = staged.plugin.and_then(|p| sim.scheduler.swap_compiled(p));
-                if let Err(e) = r {
-                    sim.scheduler.notices.push(format!(
-                        "rejected {}: {}",
-                        staged.origin,
-                        format!("{e:#}").replace('\n', " ")
-                    ));
-                }
-            }
-            if let (true, Some(path)) = (watch, &config_path) {
-                let hash = std::fs::read(path).ok().map(|b| content_hash(&b));
-                if hash != config_hash {
-                    config_hash = hash;
-                    match read_config(path) {
-                        Ok(c) => {
-                            sim.scheduler.set_config(c);
-                            sim.scheduler.notices.push(format!("reloaded {}", path.display()));
-                        }
-                        Err(e) => sim.scheduler.notices.push(format!("kept the previous config: {e:#}")),
-                    }
-                }
-            }
-            if let Some(a) = &admin {
-                a.apply(&mut sim.scheduler);
-            }
-            let r = sim.step();
-            if let Some(a) = &admin {
-                a.update(&sim.scheduler, &r.queues);
-            }
+        sim.0.run(|r| {
             if let Output::Text = output {
                 emit(&r.text(prev.as_ref()));
             }
             prev = Some(r.clone());
-            reports.push(r);
-            std::thread::sleep(Duration::from_secs_f64(options.period));
-        }
+            reports.push(r.clone());
+        });
         if let Output::Json = output {
             emit(&(serde_json::to_string_pretty(&reports)? + "\n"));
         }
         return Ok(());
-    };
+    }
+    let reports = sim.run();
     let mut text = String::new();
     match output {
         Output::Json => text = serde_json::to_string_pretty(&reports)? + "\n",

@@ -110,8 +110,8 @@ fn a_shadow_is_compared_not_applied_then_promoted() {
     s.set_shadow(&version("last"), "prefer-last.wasm").unwrap();
     let out = s.cycle(&c, &Default::default(), 0);
     assert_eq!(bound_to(&out), ["n1"], "live decisions applied");
-    assert_eq!(out.shadow_diffs.len(), 1);
-    let d = &out.shadow_diffs[0];
+    assert_eq!(s.shadow_diffs.len(), 1);
+    let d = &s.shadow_diffs[0];
     assert_eq!(d.plugin, "prefer");
     assert_eq!(d.binds_live_only, ["ns/p-0 → n1"]);
     assert_eq!(d.binds_shadow_only, ["ns/p-0 → n2"]);
@@ -119,7 +119,7 @@ fn a_shadow_is_compared_not_applied_then_promoted() {
     s.promote_shadow("prefer").unwrap();
     let out = s.cycle(&c, &Default::default(), 1000);
     assert_eq!(bound_to(&out), ["n2"]);
-    assert!(out.shadow_diffs.is_empty());
+    assert!(s.shadow_diffs.is_empty());
     let e = s.set_shadow(&version("last"), "x.wasm");
     assert!(e.is_ok());
     let lib = Library::load(None).unwrap();

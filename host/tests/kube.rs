@@ -15,6 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tephra::wasm::builtin::FIXTURES_DIR;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -505,6 +506,128 @@ fn gang_all_or_nothing() {
     for (node, m) in cpu_per_node(&c, ns) {
         assert!(m <= 4000, "node {node} over-committed: {m}m");
     }
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// The scheduler config of the swap tests: node order from plugin `prefer`.
+fn prefer_config(c: &Cluster) -> PathBuf {
+    let conf = c.dir.join("prefer.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n- plugins:\n  - name: predicates\n  - name: prefer\n",
+    )
+    .unwrap();
+    conf
+}
+
+/// A version of the `prefer` fixture: "first" scores rack-a highest, "last" rack-b.
+fn prefer(version: &str) -> PathBuf {
+    Path::new(FIXTURES_DIR).join("swap").join(format!("prefer-{version}.wasm"))
+}
+
+/// Waits for pod `name` of `ns` to be bound; returns its node.
+fn bound(c: &Cluster, ns: &str, name: &str) -> String {
+    wait(c, ns, 30, &format!("pod {name} bound"), || c.placements(ns).get(name).filter(|n| !n.is_empty()).cloned())
+}
+
+/// Hot swap in a running `tephra run`: a new version dropped into the
+/// watched directory is staged and used from the next cycle; a broken file is
+/// refused while the running version keeps scheduling; no cycle fails.
+#[test]
+fn hot_swap_in_a_running_scheduler() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("swap");
+    c.node("rack-a", "8");
+    c.node("rack-b", "8");
+    let ns = "t-swap";
+    namespace(&c, ns);
+    let dir = c.dir.join("plugins");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(prefer("first"), dir.join("prefer.wasm")).unwrap();
+    let conf = prefer_config(&c);
+    let mut t = Tephra::start(
+        &c,
+        "a",
+        &["--config", conf.to_str().unwrap(), "--plugins", dir.to_str().unwrap(), "--watch", "--admin", "127.0.0.1:0"],
+    );
+    c.apply(&pod(ns, "p0", "1", None, ""));
+    assert_eq!(bound(&c, ns, "p0"), "rack-a", "version first prefers rack-a");
+    // A new version, written aside and renamed in (as a ConfigMap or rsync does).
+    let tmp = dir.join("prefer.wasm.tmp");
+    std::fs::copy(prefer("last"), &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("prefer.wasm")).unwrap();
+    wait(&c, ns, 30, "the swap", || t.log().contains("swapped plugin prefer to version").then_some(()));
+    c.apply(&pod(ns, "p1", "1", None, ""));
+    assert_eq!(bound(&c, ns, "p1"), "rack-b", "version last prefers rack-b");
+    // A broken file and a version that fails its dry run are refused.
+    std::fs::write(dir.join("junk.wasm"), b"not a component").unwrap();
+    std::fs::copy(Path::new(FIXTURES_DIR).join("hostile/wrong-imports.wasm"), dir.join("wrong.wasm")).unwrap();
+    wait(&c, ns, 30, "junk.wasm refused", || t.log().contains("junk.wasm: not a loadable WebAssembly").then_some(()));
+    wait(&c, ns, 30, "wrong.wasm refused", || {
+        t.log().lines().any(|l| l.contains("rejected") && l.contains("wrong.wasm")).then_some(())
+    });
+    c.apply(&pod(ns, "p2", "1", None, ""));
+    assert_eq!(bound(&c, ns, "p2"), "rack-b", "the running version keeps scheduling");
+    let plugins: Value = serde_json::from_str(t.admin_get("/plugins").split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let prefer: Vec<(&str, &str)> = plugins
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "prefer")
+        .map(|r| (r["version"].as_str().unwrap(), r["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(prefer, [("last", "live"), ("first", "previous")]);
+    assert_eq!(t.metric("tephra_plugin_faults_total{plugin=\"prefer\"}"), Some(0.0));
+    assert_eq!(t.metric("tephra_plugin_swaps_total"), Some(1.0));
+    assert!(t.metric("tephra_cycles_total").unwrap() >= 3.0);
+    assert!(!t.log().contains("faulted") && !t.log().contains("ERROR"), "{}", t.log());
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A shadow in `tephra run`: compared every cycle, never applied; its
+/// decision diffs are read from /metrics.
+#[test]
+fn shadow_diffs_in_metrics() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("shadow");
+    c.node("rack-a", "8");
+    c.node("rack-b", "8");
+    let ns = "t-shadow";
+    namespace(&c, ns);
+    let conf = prefer_config(&c);
+    let (first, last) = (prefer("first"), prefer("last"));
+    let mut t = Tephra::start(
+        &c,
+        "a",
+        &[
+            "--config",
+            conf.to_str().unwrap(),
+            "--plugin",
+            first.to_str().unwrap(),
+            "--shadow",
+            last.to_str().unwrap(),
+            "--admin",
+            "127.0.0.1:0",
+        ],
+    );
+    for i in 0..3 {
+        c.apply(&pod(ns, &format!("p{i}"), "1", None, ""));
+    }
+    for i in 0..3 {
+        assert_eq!(bound(&c, ns, &format!("p{i}")), "rack-a", "the shadow's choice is never applied");
+    }
+    let live =
+        |kind: &str| t.metric(&format!("tephra_shadow_decision_diffs_total{{plugin=\"prefer\",kind=\"{kind}\"}}"));
+    assert_eq!(live("binds_live_only"), Some(3.0), "{}", t.admin_get("/metrics"));
+    assert_eq!(live("binds_shadow_only"), Some(3.0));
+    assert_eq!(live("evictions_live_only"), Some(0.0));
+    assert!(t.log().contains("shadow of plugin prefer loaded"), "{}", t.log());
     t.assert_alive();
     assert!(t.terminate());
 }

@@ -9,7 +9,7 @@ use tephra::model::{Cluster, PodPhase};
 use tephra::policy::Policies;
 use tephra::scheduler::Library;
 use tephra::session::{Decision, Outcome, Session};
-use tephra::session_cache::SessionCache;
+use tephra::session_cache::SnapshotCache;
 use tephra::synthetic::{generate, Spec, CONFIG};
 
 fn run(ssn: &mut Session, config: &SchedulerConfig) {
@@ -38,7 +38,7 @@ fn updated_sessions_decide_like_rebuilt_ones() {
     let config = SchedulerConfig::parse(CONFIG, "bench config").unwrap();
     let lib = Library::load(None).unwrap();
     let (mut updated, mut rebuilt) = (lib.policies(&config, None).0, lib.policies(&config, None).0);
-    let mut cache = SessionCache::default();
+    let mut cache = SnapshotCache::default();
     let none = Default::default();
     let mut placed = 0;
     for cycle in 0..4 {

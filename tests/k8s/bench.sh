@@ -14,7 +14,13 @@
 #                   with its built-in config
 #   kube-scheduler  plain pods, kube-scheduler of the API server's release
 #                   (built by env.sh install from the k8s.io/kubernetes module)
-#                   with its default profile
+#                   with its default profile and client settings (50 QPS,
+#                   burst 100: its binds wait on client-side throttling)
+#   kube-scheduler-unthrottled
+#                   the same with clientConnection qps/burst 5000
+#   raw             plain pods bound by cmd/rawbind (tests/k8s/apiserver): no
+#                   scheduling, one list, then pods/binding POSTs, 64 in
+#                   flight: the rate this API server accepts bindings at
 #   volcano         pods in PodGroups of GANG, Volcano's vc-scheduler; needs
 #                   VC_SCHEDULER and VC_CRDS (below); this repository does not
 #                   build it. Uses VOLCANO_CONF below, as does tephra-volcano
@@ -56,18 +62,23 @@ for which in $ORDER; do
     case "$which" in
         tephra | tephra-gang | tephra-volcano)
             [[ -x "$TEPHRA" ]] || die "no $TEPHRA; build it: cargo build --release -p tephra" ;;
-        kube-scheduler) ;;
+        kube-scheduler | kube-scheduler-unthrottled | raw) ;;
         volcano)
             [[ -n "${VC_SCHEDULER:-}" && -x "${VC_SCHEDULER}" ]] ||
                 die "runner volcano: set VC_SCHEDULER to a vc-scheduler binary (now: '${VC_SCHEDULER:-}')"
             ls "${VC_CRDS:-/nonexistent}"/*.yaml >/dev/null 2>&1 ||
                 die "runner volcano: set VC_CRDS to the release's config/crd/volcano/bases (now: '${VC_CRDS:-}')" ;;
-        *) die "unknown runner '$which' (tephra, tephra-gang, tephra-volcano, kube-scheduler, volcano)" ;;
+        *) die "unknown runner '$which' (tephra, tephra-gang, tephra-volcano, kube-scheduler, kube-scheduler-unthrottled, raw, volcano)" ;;
     esac
 done
 tests/k8s/env.sh install 2>/dev/null
 BIN="$(tests/k8s/env.sh bindir)"
 KUBECTL="$BIN/kubectl"
+if [[ " $ORDER " == *" raw "* ]]; then
+    # The go build cache env.sh install filled makes this a link step.
+    (cd tests/k8s/apiserver && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath \
+        -o "$BIN/rawbind" ./cmd/rawbind) || die "building tests/k8s/apiserver/cmd/rawbind failed"
+fi
 
 WORK="$(mktemp -d /tmp/tephra-bench.XXXXXX)"
 SPID=""
@@ -168,13 +179,13 @@ peak_rss_mb() {
     awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"
 }
 
-# A kube-scheduler config: its defaults, without leader election, and the
-# kubeconfig it reads.
+# A kube-scheduler config: its defaults, without leader election, the
+# kubeconfig it reads, and its client's qps and burst (defaults 50 and 100).
 ks_config() {
     cat <<EOF
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
-clientConnection: {kubeconfig: "$1"}
+clientConnection: {kubeconfig: "$1", qps: ${2:-50}, burst: ${3:-100}}
 leaderElection: {leaderElect: false}
 EOF
 }
@@ -190,7 +201,8 @@ run_one() {
         tephra) workload=plain-volcano; crds=deploy/10-crds.yaml ;;
         tephra-gang) workload=gang-volcano; crds=deploy/10-crds.yaml ;;
         tephra-volcano) workload=gang-volcano; crds="${VC_CRDS:-deploy/10-crds.yaml}" ;;
-        kube-scheduler) workload=plain-default; crds="" ;;
+        kube-scheduler | kube-scheduler-unthrottled) workload=plain-default; crds="" ;;
+        raw) workload=plain-volcano; crds="" ;;
         volcano) workload=gang-volcano; crds="$VC_CRDS" ;;
     esac
     if [[ -n "$crds" ]]; then
@@ -227,8 +239,14 @@ run_one() {
                 > "$dir/scheduler.log" 2>&1 &
             SPID=$!
             ;;
-        kube-scheduler)
-            ks_config "$kc" > "$dir/ks.yaml"
+        raw)
+            t0="$(now)"
+            "$BIN/rawbind" --kubeconfig "$kc" --scheduler-name volcano > "$dir/scheduler.log" 2>&1 &
+            SPID=$!
+            ;;
+        kube-scheduler | kube-scheduler-unthrottled)
+            if [[ "$which" == kube-scheduler ]]; then ks_config "$kc"; else ks_config "$kc" 5000 5000; fi \
+                > "$dir/ks.yaml"
             t0="$(now)"
             # shellcheck disable=SC2086 # KS_ARGS: words on purpose
             "$BIN/kube-scheduler" --config "$dir/ks.yaml" --secure-port 0 ${KS_ARGS:-} \
@@ -287,7 +305,8 @@ echo "workload: $NODES nodes, $PODS pods (gangs of $GANG where the runner uses P
 for which in $ORDER; do
     case "$which" in
         tephra*) echo "$which: $TEPHRA ($("$TEPHRA" --version 2>/dev/null || echo '?'))" ;;
-        kube-scheduler) echo "kube-scheduler: $("$BIN/kube-scheduler" --version 2>/dev/null)" ;;
+        kube-scheduler*) echo "kube-scheduler: $("$BIN/kube-scheduler" --version 2>/dev/null)" ;;
+        raw) echo "raw: $BIN/rawbind (tests/k8s/apiserver/cmd/rawbind)" ;;
         volcano) echo "volcano: $VC_SCHEDULER ($("$VC_SCHEDULER" --version 2>/dev/null | awk '/Version|Git/ {printf "%s ", $0}'))" ;;
     esac
 done | sort -u

@@ -126,7 +126,7 @@ build_binaries() {
     log "building kubectl $K8S_VERSION"
     (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
         -o "$tmp/kubectl" ./cmd/kubectl) >&2
-    # The comparison baseline (bench-vs-kube-scheduler.sh, the placement test).
+    # The comparison baseline of tests/k8s/bench.sh.
     log "building kube-scheduler $K8S_VERSION"
     (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
         -o "$tmp/kube-scheduler" ./cmd/kube-scheduler) >&2

@@ -1,7 +1,6 @@
 // Command kube-scheduler builds the upstream kube-scheduler from the
 // k8s.io/kubernetes module at the same release as the API server in
-// ../../main.go: the baseline of tests/k8s/bench-vs-kube-scheduler.sh and of
-// the placement differential test.
+// ../../main.go: the baseline of tests/k8s/bench.sh.
 package main
 
 import (

@@ -1,0 +1,308 @@
+//! Equivalence classes: pending tasks with the same class (same spec, and a
+//! job with the same queue, minimums, priority and annotations; see
+//! `Extra::task_class`) get the same predicate and node-order answers on a
+//! node, so allocate searches once per class and afterwards asks the plugins
+//! only about what changed.
+//!
+//! A class keeps the feasible nodes of its last search with their summed
+//! scores. Before each choice, nodes that changed since the class last looked
+//! (a task placed or removed there) are scored again, and nodes without room
+//! or newly reserved are dropped; the chosen node is then checked against
+//! every predicate again, so a rejection that depends on earlier placements
+//! (a node-group limit, a pod count) still applies. A class is searched
+//! afresh once half its nodes are gone, and every class is once a task
+//! leaves a node (a gang discarded), since room came back.
+//!
+//! A job whose own tasks already hold resources sees nodes differently (a
+//! plugin may spread a job's tasks), so such a job gets classes of its own;
+//! and when a class passes from one job to the next, the nodes the previous
+//! job touched are scored again.
+//!
+//! The assumption, stated in the contract: an answer about node A does not
+//! change when a task lands on node B. Allocate's argument `taskClasses:
+//! false` turns reuse off (every task searches and scores afresh).
+
+use super::{feasible_nodes, scores};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use tephra_contract::{EventKind, TaskStatus};
+use tephra_session::session::Session;
+
+/// A feasible node of a class.
+#[derive(Clone, Copy)]
+struct Entry {
+    node: u32,
+    /// The summed node-order score.
+    score: f64,
+    /// The task fits the node's idle resources now (not only once releasing
+    /// pods are gone).
+    now: bool,
+}
+
+/// The feasible nodes of one class.
+struct Class {
+    /// In node order (kept, so ties break as in a fresh search).
+    nodes: Vec<Entry>,
+    /// How many nodes the last search found.
+    found: usize,
+    /// The job using the class, and the event count when that job's
+    /// allocation began (its own placements all come later).
+    job: u32,
+    job_began: usize,
+    /// The event count when the scores were last brought up to date.
+    synced: usize,
+}
+
+/// The classes of one allocate action.
+pub struct Classes {
+    by_key: HashMap<u64, Class>,
+    /// Per node, the event count just after its last change.
+    changed: Vec<usize>,
+    /// Events already reflected in `changed`.
+    seen: usize,
+    /// Per job: it holds (or held, this action) resources, so it gets
+    /// classes of its own.
+    private: Vec<bool>,
+    /// The job being allocated, whether its classes are its own, and the
+    /// event count when its allocation began.
+    job: u32,
+    job_private: bool,
+    job_began: usize,
+    /// Some node is reserved (locks are checked when a class changes job).
+    locks: bool,
+    off: bool,
+}
+
+impl Classes {
+    /// Reuse on, unless the allocate argument `taskClasses` is "false".
+    pub fn new(ssn: &Session) -> Self {
+        let off = ssn.action_args.get("allocate").and_then(|a| a.get("taskClasses")).is_some_and(|v| v == "false");
+        let private = ssn
+            .extra
+            .job_tasks
+            .iter()
+            .map(|tasks| tasks.iter().any(|&t| ssn.task_status(t) != TaskStatus::Pending))
+            .collect();
+        Classes {
+            by_key: HashMap::new(),
+            changed: vec![0; ssn.nodes()],
+            seen: 0,
+            private,
+            job: u32::MAX,
+            job_private: false,
+            job_began: 0,
+            locks: ssn
+                .snap
+                .node_locked_job
+                .iter()
+                .chain(&ssn.snap.node_locked_queue)
+                .any(|&o| o != tephra_session::session::NONE),
+            off,
+        }
+    }
+
+    /// `job`'s tasks are allocated next. From its second turn on, its own
+    /// earlier placements count, so its classes are its own.
+    pub fn begin(&mut self, ssn: &Session, job: u32) {
+        self.job = job;
+        self.job_private = std::mem::replace(&mut self.private[job as usize], true);
+        self.job_began = ssn.events.len();
+    }
+
+    /// The node for `task` of the current job: Volcano's choice (room now
+    /// before room once releasing pods leave, then the highest score, ties at
+    /// random); `None` when no node fits (fit errors recorded).
+    pub fn choose(&mut self, ssn: &mut Session, task: u32) -> Option<u32> {
+        if self.off {
+            let nodes = feasible_nodes(ssn, task, true);
+            return super::best_node(ssn, task, &nodes);
+        }
+        self.catch_up(ssn);
+        let key = self.key(ssn, task);
+        // Whether the class's nodes passed every predicate just now.
+        let mut checked = false;
+        loop {
+            let fresh = !self.by_key.contains_key(&key);
+            if fresh {
+                let nodes = feasible_nodes(ssn, task, true);
+                if nodes.is_empty() {
+                    return None;
+                }
+                let scores = scores(ssn, task, &nodes);
+                let req = ssn.req(task);
+                let nodes: Vec<Entry> = nodes
+                    .into_iter()
+                    .zip(scores)
+                    .map(|(node, score)| Entry { node, score, now: ssn.short(req, node, false).is_none() })
+                    .collect();
+                let class = Class {
+                    found: nodes.len(),
+                    nodes,
+                    job: self.job,
+                    job_began: self.job_began,
+                    synced: ssn.events.len(),
+                };
+                self.by_key.insert(key, class);
+                checked = true;
+            } else if !checked && !self.refresh(ssn, task, key) {
+                // Half the nodes are gone: search again.
+                self.by_key.remove(&key);
+                continue;
+            }
+            let class = self.by_key.get_mut(&key).expect("present");
+            let rng = ssn.rng;
+            let Some(i) = pick(ssn, &class.nodes) else {
+                // Nothing left: a fresh search finds the nodes or records why not.
+                self.by_key.remove(&key);
+                if fresh {
+                    return None;
+                }
+                continue;
+            };
+            let node = class.nodes[i].node;
+            if checked || ssn.policies.predicate(&ssn.events, task, &[node])[0].is_none() {
+                ssn.fit_errors.remove(&task);
+                return Some(node);
+            }
+            // An answer changed through placements on other nodes (a
+            // node-group limit): check the whole class again, and choose
+            // again as if this draw never happened.
+            ssn.rng = rng;
+            let nodes: Vec<u32> = class.nodes.iter().map(|e| e.node).collect();
+            let verdicts = ssn.policies.predicate(&ssn.events, task, &nodes);
+            let mut ok = verdicts.iter().map(Option::is_none);
+            class.nodes.retain(|_| ok.next().unwrap_or(false));
+            checked = true;
+        }
+    }
+
+    /// The class key of `task`: its class, made the job's own when needed.
+    fn key(&self, ssn: &Session, task: u32) -> u64 {
+        let class = ssn.extra.task_class[task as usize];
+        if !self.job_private {
+            return class;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (class, self.job).hash(&mut h);
+        h.finish()
+    }
+
+    /// Brings `changed` up to the session's events. A task leaving a node (a
+    /// gang's placements discarded) gives room back that classes may have
+    /// dropped, so every class searches again.
+    fn catch_up(&mut self, ssn: &Session) {
+        for (i, e) in ssn.events.iter().enumerate().skip(self.seen) {
+            if let Some(c) = self.changed.get_mut(e.node as usize) {
+                *c = i + 1;
+            }
+            if e.kind == EventKind::Deallocate {
+                self.by_key.clear();
+            }
+        }
+        self.seen = ssn.events.len();
+    }
+
+    /// Drops the class's nodes without room (or reserved for others) and
+    /// scores again those that changed since it last looked, or, when the
+    /// class passes to another job, since the previous job began. False
+    /// (nothing rescored) when half the nodes are gone.
+    fn refresh(&mut self, ssn: &mut Session, task: u32, key: u64) -> bool {
+        let class = self.by_key.get_mut(&key).expect("present");
+        let switch = class.job != self.job;
+        let since = if switch { class.job_began } else { class.synced };
+        // Locks do not change during allocate but depend on the job: a new
+        // job checks every node, when there are locks at all. Otherwise only
+        // nodes that changed can have lost room or changed score.
+        let check_locks = switch && self.locks;
+        // Indexes of the class's nodes that changed since: few changes (a
+        // job's next task) are looked up, the class being in node order;
+        // otherwise the class is walked.
+        let recent = &ssn.events[since.min(ssn.events.len())..];
+        let changed: Vec<usize> = if recent.len() * 8 < class.nodes.len() {
+            let mut nodes: Vec<u32> = recent.iter().map(|e| e.node).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            nodes.iter().filter_map(|&n| class.nodes.binary_search_by_key(&n, |e| e.node).ok()).collect()
+        } else {
+            (0..class.nodes.len()).filter(|&i| self.changed[class.nodes[i].node as usize] > since).collect()
+        };
+        // Indexes to drop (reserved for others, or without room) and to score again.
+        let blocked: Vec<usize> = if check_locks {
+            (0..class.nodes.len()).filter(|&i| ssn.lock_blocks(task, class.nodes[i].node)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut gone = Vec::new();
+        let req = ssn.req(task);
+        let mut stale: Vec<usize> = Vec::new();
+        for i in changed {
+            let n = class.nodes[i].node;
+            if blocked.binary_search(&i).is_ok() {
+                continue;
+            }
+            if ssn.short(req, n, true).is_some() {
+                gone.push(i);
+            } else {
+                class.nodes[i].now = ssn.short(req, n, false).is_none();
+                stale.push(i);
+            }
+        }
+        gone.extend(blocked);
+        gone.sort_unstable();
+        if (class.nodes.len() - gone.len()) * 2 < class.found {
+            return false;
+        }
+        score_again(ssn, task, &mut class.nodes, &stale);
+        if !gone.is_empty() {
+            let mut next = gone.iter().peekable();
+            let mut i = 0;
+            class.nodes.retain(|_| {
+                let drop = next.next_if_eq(&&i).is_some();
+                i += 1;
+                !drop
+            });
+        }
+        class.job = self.job;
+        class.job_began = self.job_began;
+        class.synced = ssn.events.len();
+        true
+    }
+}
+
+/// Scores `nodes[i]` again for every `i` in `stale`, in one call.
+fn score_again(ssn: &mut Session, task: u32, nodes: &mut [Entry], stale: &[usize]) {
+    if stale.is_empty() {
+        return;
+    }
+    let asked: Vec<u32> = stale.iter().map(|&i| nodes[i].node).collect();
+    for (&i, s) in stale.iter().zip(scores(ssn, task, &asked)) {
+        nodes[i].score = s;
+    }
+}
+
+/// The index of the node Volcano would choose among `nodes`, drawing a
+/// random number exactly when [`super::best_node`] would (two or more
+/// candidates), so both give the same choices from the same seed.
+fn pick(ssn: &mut Session, nodes: &[Entry]) -> Option<usize> {
+    // One pass: the best (room now, score), the nodes tied on it, and how
+    // many candidates Volcano's choice would be among.
+    let mut ties: Vec<usize> = Vec::new();
+    let (mut best_now, mut best_score, mut now_count) = (false, f64::NEG_INFINITY, 0);
+    for (i, e) in nodes.iter().enumerate() {
+        now_count += e.now as usize;
+        let order = e.now.cmp(&best_now).then(e.score.total_cmp(&best_score));
+        if ties.is_empty() || order.is_gt() {
+            ties.clear();
+            (best_now, best_score) = (e.now, e.score);
+            ties.push(i);
+        } else if order.is_eq() {
+            ties.push(i);
+        }
+    }
+    let candidates = if best_now { now_count } else { nodes.len() };
+    match ties.len() {
+        0 => None,
+        _ if candidates < 2 => Some(ties[0]),
+        k => Some(ties[(ssn.random() % k as u64) as usize]),
+    }
+}

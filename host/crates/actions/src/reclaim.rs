@@ -1,0 +1,95 @@
+//! reclaim: a starving job of a queue under its share takes resources back
+//! from running tasks of other, reclaimable queues. The quota gate is the
+//! reclaimer's `preemptive`; the victims come from `reclaimable` votes
+//! (reference §7.5).
+
+use super::victims::{candidate_nodes, evict_until_fits, tasks_on, victim_order};
+use super::{job_pipelined, job_valid, pop_first, sort, Kind};
+use std::collections::BTreeMap;
+use tephra_contract::TaskStatus;
+use tephra_dispatch::backend::Call;
+use tephra_session::session::Session;
+use tephra_session::statement::Statement;
+
+pub fn execute(ssn: &mut Session) {
+    let mut queues = Vec::new();
+    let mut preemptors: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut tasks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for j in 0..ssn.jobs() as u32 {
+        if ssn.job_is_pending(j) || !job_valid(ssn, j) {
+            continue;
+        }
+        let q = ssn.job_queue(j);
+        if !queues.contains(&q) {
+            queues.push(q);
+        }
+        if ssn.policies.job_starving(&ssn.events, j) {
+            preemptors.entry(q).or_default().push(j);
+            let mut pending: Vec<u32> = ssn.extra.job_tasks[j as usize]
+                .iter()
+                .copied()
+                .filter(|&t| ssn.task_status(t) == TaskStatus::Pending)
+                .collect();
+            sort(ssn, Kind::Task, &mut pending);
+            tasks.insert(j, pending);
+        }
+    }
+    while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
+        if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
+            continue;
+        }
+        let mut jobs = preemptors.remove(&q).unwrap_or_default();
+        let Some(job) = pop_first(ssn, Kind::Job, &mut jobs) else { continue };
+        let mut stmt = Statement::new();
+        let mut list = tasks.remove(&job).unwrap_or_default();
+        while ssn.policies.job_starving(&ssn.events, job) && !list.is_empty() {
+            let t = list.remove(0);
+            if ssn.extra.task_preempt_never[t as usize] || !ssn.policies.all_true(&ssn.events, Call::Preemptive(q, t)) {
+                continue;
+            }
+            reclaim_for(ssn, &mut stmt, t);
+        }
+        if job_pipelined(ssn, job) {
+            stmt.commit(ssn);
+        } else {
+            stmt.discard(ssn);
+        }
+        // One job per visit; the queue comes back while it has starving jobs.
+        if !jobs.is_empty() {
+            preemptors.insert(q, jobs);
+            queues.push(q);
+        }
+    }
+}
+
+fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {
+    let queue = ssn.job_queue(ssn.task_job(t));
+    let req = ssn.req(t).to_vec();
+    for node in candidate_nodes(ssn, t) {
+        let reclaimees: Vec<u32> = tasks_on(ssn, node, &[TaskStatus::Running])
+            .into_iter()
+            .filter(|&v| {
+                let vq = ssn.job_queue(ssn.task_job(v));
+                ssn.snap.task_preemptable[v as usize] && vq != queue && ssn.snap.queue_reclaimable[vq as usize]
+            })
+            .collect();
+        if reclaimees.is_empty() {
+            continue;
+        }
+        let reclaimees = victim_order(ssn, t, &reclaimees);
+        // No tier deciding means no victims; idle room alone may suffice.
+        let (victims, voters) =
+            ssn.policies.victims(&ssn.events, Call::Reclaimable(t, &reclaimees), &reclaimees).unwrap_or_default();
+        let reason = format!(
+            "reclaim: for {} (queue {}) on {} (victims voted by {})",
+            ssn.names.tasks[t as usize],
+            ssn.names.queues[queue as usize],
+            ssn.names.nodes[node as usize],
+            voters.join(", ")
+        );
+        let fits = |ssn: &mut Session| ssn.short(&req, node, true).is_none();
+        if evict_until_fits(ssn, stmt, t, node, victims, &reason, &fits) {
+            return;
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! The dispatcher: what a loaded plugin is to the host ([`backend`]), and
+//! how the answers of the configured plugins combine, tier by tier, by
+//! Volcano's rules ([`policy`]).
+
+pub mod backend;
+pub mod policy;

@@ -1,0 +1,367 @@
+//! `tephra run`: tephra as a Kubernetes scheduler.
+//!
+//! [`Kube`] is a [`Driver`] for the one loop: before each cycle it applies
+//! the watch events that arrived to the one long-lived cluster
+//! ([`source`]); the loop runs a cycle; the driver applies the Outcome:
+//! binds and evictions ([`sink`]), then statuses and Events ([`status`]).
+//! What Volcano's controllers would write (PodGroups of plain pods, default
+//! queues) goes out in the background ([`controller`]). A standby replica
+//! keeps its cluster current and does nothing else ([`leader`]).
+
+pub mod controller;
+pub mod events;
+pub mod leader;
+pub mod sink;
+pub mod source;
+pub mod status;
+
+use anyhow::{Context, Result};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tephra_model::cluster::Cluster;
+use tephra_scheduler::control::Figure;
+use tephra_scheduler::{Cycle, Driver};
+
+/// How `tephra run` runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A kubeconfig file; in-cluster config (or $KUBECONFIG) when unset.
+    pub kubeconfig: Option<PathBuf>,
+    /// `spec.schedulerName` of the pods to schedule.
+    pub scheduler_name: String,
+    /// Time between cycles.
+    pub period: Duration,
+    /// Campaign for a Lease (namespace, name) before scheduling.
+    pub leader_elect: Option<(String, String)>,
+    pub lease: leader::Timing,
+    /// This replica's name in the Lease (the pod name in a Deployment).
+    pub identity: String,
+    pub evict_mode: sink::EvictMode,
+    /// API writes in flight at once: binds, evictions, Scheduled Events,
+    /// PodGroup and pod statuses (0 counts as 1).
+    pub bind_concurrency: usize,
+}
+
+/// Parses a positive duration: Go-style `1m30s`, `2s`, `500ms`, or plain
+/// seconds (the one parser the config and manifests use too).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    match tephra_model::config::duration_ms(s) {
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms as u64)),
+        Some(_) => Err(format!("{s:?} must be positive")),
+        None => Err(format!("{s:?} is not a duration (like 500ms, 2s, 1m30s)")),
+    }
+}
+
+async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path).with_context(|| format!("kubeconfig {}", path.display()))?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("kubeconfig {}", path.display()))?
+        }
+        None => Config::infer().await.context("no kubeconfig given and no in-cluster config found")?,
+    };
+    // No client-side retries: a 429 from a PodDisruptionBudget (with
+    // Retry-After) would otherwise hold the whole cycle for minutes; the
+    // next cycle is the retry, and the watches back off by themselves.
+    let mut config = config;
+    config.default_retry = false;
+    Client::try_from(config).context("building the Kubernetes client")
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// The Kubernetes driver: watch caches in, binds, evictions, statuses and
+/// Events out. Its async parts run on its own runtime; the loop stays
+/// synchronous and calls in between cycles.
+pub struct Kube {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    opts: Options,
+    stop: tokio::sync::watch::Receiver<bool>,
+    leadership: leader::Leadership,
+    elector: Option<tokio::task::JoinHandle<()>>,
+    watches: source::Watches,
+    /// What the driver keeps of the API objects behind the cluster.
+    store: source::Store,
+    writer: controller::Writer,
+    rec: events::Recorder,
+    sink: sink::Sink,
+    leader: bool,
+    api_up: bool,
+    counters: Counters,
+    /// Unreadable objects not reported yet (a standby reports nothing).
+    invalid: Vec<source::Invalid>,
+}
+
+impl Kube {
+    /// Connects, starts the watches (and the Lease campaign) and waits for
+    /// their first lists, which make the cluster it returns; `None` when
+    /// stopped (SIGTERM/SIGINT) before that.
+    pub fn connect(opts: Options) -> Result<Option<(Kube, Cluster)>> {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        let client = rt.block_on(client(opts.kubeconfig.as_ref()))?;
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        rt.spawn(async move {
+            shutdown_signal().await;
+            tracing::warn!("shutting down");
+            let _ = stop_tx.send(true);
+        });
+        // The watches and the elector spawn their tasks on this runtime.
+        let guard = rt.enter();
+        let (leadership, elector) = match &opts.leader_elect {
+            Some((ns, name)) => {
+                let e = leader::Elector::new(client.clone(), ns, name, &opts.identity, opts.lease);
+                let l = e.leadership();
+                (l, Some(rt.spawn(e.run(stop.clone()))))
+            }
+            None => (leader::Leadership::always(), None),
+        };
+        let mut watches = source::Watches::start(&client, &opts.scheduler_name);
+        let writer = controller::Writer::start(client.clone());
+        drop(guard);
+        let mut stopping = stop.clone();
+        let (mut store, mut cluster) = (source::Store::default(), Cluster::default());
+        let synced = rt.block_on(async {
+            while !store.synced() {
+                tokio::select! {
+                    change = watches.next() => match change {
+                        Some(c) => store.apply(&mut cluster, c),
+                        None => anyhow::bail!("the watches stopped before their first lists"),
+                    },
+                    _ = stopping.changed() => return Ok(false),
+                }
+            }
+            Ok(true)
+        })?;
+        if !synced {
+            return Ok(None);
+        }
+        store.settle(&mut cluster);
+        eprintln!("tephra run: caches synced; scheduling pods with schedulerName {:?}", opts.scheduler_name);
+        let rec = events::Recorder::new(client.clone(), &opts.scheduler_name, &opts.identity);
+        let sink = sink::Sink::new(client.clone(), opts.evict_mode, opts.bind_concurrency, &opts.scheduler_name);
+        let kube = Kube {
+            rt,
+            client,
+            opts,
+            stop,
+            leadership,
+            elector,
+            watches,
+            store,
+            writer,
+            rec,
+            sink,
+            leader: false,
+            api_up: true,
+            counters: Counters::default(),
+            invalid: Vec::new(),
+        };
+        Ok(Some((kube, cluster)))
+    }
+
+    /// Stops the Lease campaign (releasing the Lease) and the watches.
+    pub fn shutdown(self) {
+        let Kube { rt, elector, watches, .. } = self;
+        drop(watches);
+        if let Some(e) = elector {
+            let _ = rt.block_on(e);
+        }
+        eprintln!("tephra run: stopped");
+    }
+}
+
+impl Driver for Kube {
+    type Report = ();
+
+    fn prepare(&mut self, cluster: &mut Cluster) -> Option<i64> {
+        if *self.stop.borrow() {
+            return None;
+        }
+        for change in self.watches.drain() {
+            self.store.apply(cluster, change);
+        }
+        self.store.settle(cluster);
+        for bad in self.store.take_invalid() {
+            tracing::warn!("{}", bad.message);
+            self.invalid.push(bad);
+        }
+        for w in self.writer.failed() {
+            self.store.write_failed(&w);
+        }
+        if !self.leadership.is_leader() {
+            if self.leader {
+                self.store.forget_assumptions(cluster);
+            }
+            self.leader = false;
+            return None;
+        }
+        self.leader = true;
+        // While the API server is away every write would fail; wait for it
+        // (the watches relist by themselves when it is back).
+        match self.rt.block_on(self.client.apiserver_version()) {
+            Ok(_) if !self.api_up => {
+                self.api_up = true;
+                tracing::warn!("the API server answers again; scheduling resumes");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                if self.api_up {
+                    tracing::warn!("the API server does not answer ({e}); cycles pause until it does");
+                }
+                self.api_up = false;
+                return None;
+            }
+        }
+        let invalid = std::mem::take(&mut self.invalid);
+        self.rt.block_on(report_invalid(&self.rec, &invalid));
+        self.writer.send(self.store.take_writes());
+        Some(now_ms())
+    }
+
+    fn apply(&mut self, cluster: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) {
+        for n in notices {
+            tracing::warn!("{n}");
+        }
+        let Some(cycle) = cycle else { return };
+        let out = cycle.outcome;
+        for f in &out.faults {
+            tracing::warn!("plugin {} {}: {}", f.plugin, f.point, f.message);
+        }
+        for d in cycle.shadows.iter().filter(|d| d.count() > 0) {
+            tracing::info!("shadow of plugin {}: {} decisions differ", d.plugin, d.count());
+        }
+        // Leadership may have gone while the cycle ran; then nothing is applied.
+        if !self.leadership.is_leader() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let applied = self.rt.block_on(self.sink.apply(out, cluster, &mut self.store, &self.rec));
+        self.counters.add(&applied);
+        for (pod, node) in &applied.bound {
+            tracing::info!("bound {pod} to {node}");
+        }
+        let bound = started.elapsed();
+        let writes = self.opts.bind_concurrency.max(1);
+        self.rt.block_on(status::write(&self.client, out, cluster, &self.store, &self.rec, writes));
+        tracing::debug!("binds and evictions applied in {bound:?}, statuses written in {:?}", started.elapsed());
+    }
+
+    fn wait(&mut self, _: &()) -> bool {
+        let mut stopping = self.stop.clone();
+        let period = self.opts.period;
+        self.rt.block_on(async {
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                _ = stopping.changed() => {}
+            }
+        });
+        !*self.stop.borrow()
+    }
+
+    fn ready(&self) -> bool {
+        // Connected means the caches are synced.
+        true
+    }
+
+    fn figures(&self) -> Vec<Figure> {
+        self.counters.figures(self.leader && self.leadership.is_leader(), self.api_up)
+    }
+}
+
+/// One Warning event per bad object version, on the object itself.
+async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
+    for bad in invalid {
+        let mut words = bad.object.splitn(2, ' ');
+        let (kind, rest) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let (ns, name) = match rest.split_once('/') {
+            Some((ns, n)) => (Some(ns), n),
+            None => (None, rest),
+        };
+        let api = match kind {
+            "Queue" | "PodGroup" => source::VOLCANO_API,
+            "PriorityClass" => "scheduling.k8s.io/v1",
+            _ => "v1",
+        };
+        let r = events::reference(api, kind, ns, name, &bad.uid);
+        rec.emit(&r, events::Kind::Warning, "InvalidObject", &bad.message).await;
+    }
+}
+
+/// What the API server accepted and refused, for /metrics.
+#[derive(Default)]
+struct Counters {
+    binds: u64,
+    bind_failures: u64,
+    evictions: u64,
+    eviction_failures: u64,
+}
+
+impl Counters {
+    fn add(&mut self, a: &sink::Applied) {
+        self.binds += a.bound.len() as u64;
+        self.bind_failures += a.bind_failures.len() as u64;
+        self.evictions += a.evicted.len() as u64;
+        self.eviction_failures += a.evict_failures.len() as u64;
+    }
+
+    fn figures(&self, leader: bool, api_up: bool) -> Vec<Figure> {
+        let f = |name, help, counter, value: u64| Figure { name, help, counter, value: value as f64 };
+        vec![
+            f(
+                "tephra_leader",
+                "1 while this replica holds the Lease (or runs without election)",
+                false,
+                u64::from(leader),
+            ),
+            f("tephra_apiserver_up", "0 while the API server does not answer", false, u64::from(api_up)),
+            f("tephra_api_binds_total", "pods/binding calls the API server accepted", true, self.binds),
+            f("tephra_api_bind_failures_total", "pods/binding calls refused (409 included)", true, self.bind_failures),
+            f("tephra_api_evictions_total", "evictions the API server accepted", true, self.evictions),
+            f(
+                "tephra_api_eviction_failures_total",
+                "evictions refused (PodDisruptionBudgets included)",
+                true,
+                self.eviction_failures,
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("0s").is_err());
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration("1d").unwrap_err().contains("is not a duration"));
+        assert!(parse_duration("fast").is_err());
+    }
+}

@@ -1,0 +1,870 @@
+//! Watches the API server and keeps one long-lived cluster up to date from
+//! its events.
+//!
+//! One kube-rs watcher per kind sends its events into one channel
+//! ([`Watches`]); between cycles the driver drains it into the [`Store`],
+//! which changes the cluster in place: a pod that was bound, started,
+//! finished or is being deleted changes through `status_mut`, so the next
+//! session starts from the last one as in the simulator; anything else
+//! (a new or deleted object, a changed spec) is a whole change. The store
+//! keeps of each object only what the driver writes back with: uid,
+//! resourceVersion, and the status it compares its writes against.
+//!
+//! Objects are read through [`manifest::from_value`], so a Pod or Queue from
+//! the API is read exactly like the same YAML in a file; that happens once
+//! per object version, when its event arrives.
+
+use crate::controller::{self, Write, GROUP_ANNOTATION};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
+use std::time::{Duration, Instant};
+use tephra_model::cluster::{Cluster, Pod as ModelPod, PodGroup};
+use tephra_model::manifest::{self, Object};
+use tephra_model::tracked::Tracked;
+use tokio::sync::mpsc;
+
+/// Volcano's API group and version for Queue and PodGroup.
+pub const VOLCANO_API: &str = "scheduling.volcano.sh/v1beta1";
+
+/// How long an unconfirmed bind or eviction is assumed before the watch is trusted again.
+const ASSUME_FOR: Duration = Duration::from_secs(30);
+
+/// `scheduling.volcano.sh/v1beta1` Queue (cluster-scoped).
+pub fn queue_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "Queue"), "queues")
+}
+
+/// `scheduling.volcano.sh/v1beta1` PodGroup (namespaced).
+pub fn podgroup_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "PodGroup"),
+        "podgroups",
+    )
+}
+
+/// One watch event, by the watch it came from (boxed: they travel through
+/// a channel and differ much in size).
+pub enum Change {
+    Node(Box<Event<Node>>),
+    /// `ours`: a pod whose `spec.schedulerName` is ours; else another
+    /// scheduler's bound pod (it only takes room on its node).
+    Pod {
+        ours: bool,
+        event: Box<Event<Pod>>,
+    },
+    PodGroup(Box<Event<DynamicObject>>),
+    Queue(Box<Event<DynamicObject>>),
+    Class(Box<Event<PriorityClass>>),
+}
+
+/// The watches, in the order [`Change::stream`] numbers them.
+const STREAMS: [&str; 6] =
+    ["nodes", "pods", "bound pods of other schedulers", "podgroups", "queues", "priorityclasses"];
+
+/// Where an event stands in a watch's (re)list.
+#[derive(PartialEq)]
+enum Step {
+    /// A relist begins.
+    Init,
+    /// An object (listed or changed).
+    Object,
+    /// The relist is complete.
+    InitDone,
+}
+
+fn step<K>(e: &Event<K>) -> Step {
+    match e {
+        Event::Init => Step::Init,
+        Event::InitDone => Step::InitDone,
+        _ => Step::Object,
+    }
+}
+
+/// The key of an object a relist delivers.
+fn listed_key<K: Resource>(e: &Event<K>) -> Option<String> {
+    match e {
+        Event::InitApply(o) => Some(key_of(o)),
+        _ => None,
+    }
+}
+
+impl Change {
+    fn stream(&self) -> usize {
+        match self {
+            Change::Node(_) => 0,
+            Change::Pod { ours: true, .. } => 1,
+            Change::Pod { ours: false, .. } => 2,
+            Change::PodGroup(_) => 3,
+            Change::Queue(_) => 4,
+            Change::Class(_) => 5,
+        }
+    }
+
+    fn step(&self) -> Step {
+        match self {
+            Change::Node(e) => step(&**e),
+            Change::Pod { event, .. } => step(&**event),
+            Change::PodGroup(e) | Change::Queue(e) => step(&**e),
+            Change::Class(e) => step(&**e),
+        }
+    }
+}
+
+/// The running watches, all feeding one channel.
+pub struct Watches {
+    rx: mpsc::UnboundedReceiver<Change>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Runs one watcher in the background; errors are logged and retried with
+/// backoff (the watcher relists after a 410 or a reconnect).
+fn forward<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    tx: mpsc::UnboundedSender<Change>,
+    wrap: impl Fn(Box<Event<K>>) -> Change + Send + 'static,
+    what: &'static str,
+) -> tokio::task::JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    tokio::spawn(async move {
+        let stream = watcher::watcher(api, config).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(mut ev) => {
+                    // managedFields are half of most objects and never read here.
+                    ev = ev.modify(|o| o.managed_fields_mut().clear());
+                    if tx.send(wrap(Box::new(ev))).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => tracing::warn!("watch {what}: {e}; retrying"),
+            }
+        }
+    })
+}
+
+impl Watches {
+    /// Starts the watches (on the current runtime). Pods are watched twice
+    /// with field selectors, as Volcano's informer filters them: ours (any
+    /// state), and others' bound ones.
+    pub fn start(client: &Client, scheduler_name: &str) -> Watches {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pods: Api<Pod> = Api::all(client.clone());
+        let ours = watcher::Config::default().fields(&format!("spec.schedulerName={scheduler_name}"));
+        let others =
+            watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler_name},spec.nodeName!="));
+        let (qr, pgr) = (queue_resource(), podgroup_resource());
+        let tasks = vec![
+            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Node, STREAMS[0]),
+            forward(pods.clone(), ours, tx.clone(), |event| Change::Pod { ours: true, event }, STREAMS[1]),
+            forward(pods, others, tx.clone(), |event| Change::Pod { ours: false, event }, STREAMS[2]),
+            forward(Api::all_with(client.clone(), &pgr), Default::default(), tx.clone(), Change::PodGroup, STREAMS[3]),
+            forward(Api::all_with(client.clone(), &qr), Default::default(), tx.clone(), Change::Queue, STREAMS[4]),
+            forward(Api::all(client.clone()), Default::default(), tx, Change::Class, STREAMS[5]),
+        ];
+        Watches { rx, tasks }
+    }
+
+    /// The next event (waiting for it).
+    pub async fn next(&mut self) -> Option<Change> {
+        self.rx.recv().await
+    }
+
+    /// The events delivered so far, without waiting.
+    pub fn drain(&mut self) -> Vec<Change> {
+        let mut out = Vec::new();
+        while let Ok(c) = self.rx.try_recv() {
+            out.push(c);
+        }
+        out
+    }
+}
+
+impl Drop for Watches {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// An object that could not be read: what to report, and where.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invalid {
+    /// `Kind namespace/name` or `Kind name`.
+    pub object: String,
+    pub uid: String,
+    /// One line naming the object and the field.
+    pub message: String,
+}
+
+/// What the driver keeps of one of our pods (or another scheduler's).
+#[derive(Clone, Debug, Default)]
+pub struct PodMeta {
+    pub uid: String,
+    rv: String,
+    /// `spec.schedulerName` is ours.
+    pub ours: bool,
+    /// The pod's `PodScheduled` condition.
+    pub scheduled: Option<PodCondition>,
+    /// What the API server last said of its node and deletion (an assumed
+    /// bind or eviction covers them until the watch shows it).
+    api_node: Option<String>,
+    api_deleting: bool,
+}
+
+/// What the driver keeps of a PodGroup or Queue object.
+#[derive(Clone, Debug, Default)]
+pub struct ObjMeta {
+    pub uid: String,
+    rv: String,
+    /// The object's `status`, which the driver's writes are compared with.
+    pub status: serde_json::Value,
+}
+
+/// Positions in the cluster's lists, by key.
+#[derive(Default)]
+struct Index {
+    nodes: HashMap<String, usize>,
+    queues: HashMap<String, usize>,
+    podgroups: HashMap<String, usize>,
+    pods: HashMap<String, usize>,
+}
+
+/// Binds and evictions sent but not yet seen in the watch.
+#[derive(Default)]
+struct Assumed {
+    /// pod key → (node, when).
+    binds: HashMap<String, (String, Instant)>,
+    /// pod key → when.
+    evictions: HashMap<String, Instant>,
+}
+
+/// The watch events applied to the cluster, and what the driver keeps of
+/// each object.
+#[derive(Default)]
+pub struct Store {
+    /// Pods by `namespace/name`.
+    pub pods: HashMap<String, PodMeta>,
+    /// PodGroups from the API by `namespace/name`.
+    pub podgroups: HashMap<String, ObjMeta>,
+    /// Queues from the API by name.
+    pub queues: HashMap<String, ObjMeta>,
+    nodes: HashMap<String, (String, String)>,
+    classes: HashMap<String, String>,
+    index: Index,
+    /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
+    reorder: bool,
+    /// Keys listed so far by a relist under way, per stream.
+    relist: [Option<HashSet<String>>; 6],
+    synced: [bool; 6],
+    /// uid → resourceVersion of objects that could not be read.
+    bad: HashMap<String, String>,
+    /// Objects that could not be read since the last [`Store::take_invalid`].
+    invalid: Vec<Invalid>,
+    assumed: Assumed,
+    /// Writes for Volcano's controllers' part (default queues, PodGroups of
+    /// plain pods), sent off the scheduling path.
+    writes: Vec<Write>,
+    /// Keys whose write is already queued.
+    queued: HashSet<String>,
+}
+
+/// A JSON → YAML → model reading of an API object.
+fn to_model<K: Serialize>(obj: &K, dynamic_kind: Option<&str>) -> Result<Object, String> {
+    let mut json = serde_json::to_value(obj).map_err(|e| e.to_string())?;
+    if let (Some(kind), Some(m)) = (dynamic_kind, json.as_object_mut()) {
+        // List items of dynamic objects may lack them.
+        m.insert("apiVersion".into(), VOLCANO_API.into());
+        m.insert("kind".into(), kind.into());
+    }
+    let yaml = serde_yaml::to_value(json).map_err(|e| e.to_string())?;
+    manifest::from_value(&yaml, "apiserver").map_err(|e| format!("{e:#}"))
+}
+
+fn ids<K: Resource>(o: &K) -> (String, String) {
+    let m = o.meta();
+    (
+        m.uid.clone().unwrap_or_else(|| format!("{:?}/{:?}", m.namespace, m.name)),
+        m.resource_version.clone().unwrap_or_default(),
+    )
+}
+
+fn key_of<K: Resource>(o: &K) -> String {
+    match o.meta().namespace.as_deref() {
+        Some(ns) => format!("{ns}/{}", o.meta().name.as_deref().unwrap_or_default()),
+        None => o.meta().name.clone().unwrap_or_default(),
+    }
+}
+
+/// Appends an item and indexes it.
+fn push<T>(list: &mut Tracked<T>, index: &mut HashMap<String, usize>, key: String, item: T) {
+    list.push(item);
+    index.insert(key, list.len() - 1);
+}
+
+/// Removes an item (the last one takes its place, re-indexed); whether it was there.
+fn remove<T>(list: &mut Tracked<T>, index: &mut HashMap<String, usize>, key: &str, key_of: fn(&T) -> String) -> bool {
+    let Some(i) = index.remove(key) else { return false };
+    list.swap_remove(i);
+    if i < list.len() {
+        index.insert(key_of(&list[i]), i);
+    }
+    true
+}
+
+impl Store {
+    /// Whether every watch has completed its first list.
+    pub fn synced(&self) -> bool {
+        self.synced.iter().all(|s| *s)
+    }
+
+    /// Applies one watch event to `c`.
+    pub fn apply(&mut self, c: &mut Cluster, change: Change) {
+        let stream = change.stream();
+        match change.step() {
+            Step::Init => self.relist[stream] = Some(HashSet::new()),
+            Step::InitDone => {
+                self.synced[stream] = true;
+                if let Some(listed) = self.relist[stream].take() {
+                    self.relisted(c, stream, &listed);
+                }
+            }
+            Step::Object => {
+                if let Some(listed) = &mut self.relist[stream] {
+                    let key = match &change {
+                        Change::Node(e) => listed_key(&**e),
+                        Change::Pod { event, .. } => listed_key(&**event),
+                        Change::PodGroup(e) | Change::Queue(e) => listed_key(&**e),
+                        Change::Class(e) => listed_key(&**e),
+                    };
+                    listed.extend(key);
+                }
+                self.one(c, change);
+            }
+        }
+    }
+
+    /// A relist completed: every object of that stream it did not list is
+    /// gone. (Its objects were applied as they came: an object changed
+    /// meanwhile is newer in the list than in the cluster, never older.)
+    fn relisted(&mut self, c: &mut Cluster, stream: usize, listed: &HashSet<String>) {
+        let gone: Vec<String> = match stream {
+            0 => self.nodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            1 | 2 => {
+                let ours = stream == 1;
+                self.pods
+                    .iter()
+                    .filter(|(k, m)| m.ours == ours && !listed.contains(*k))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            }
+            3 => self.podgroups.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            4 => self.queues.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            _ => self.classes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+        };
+        for key in gone {
+            match stream {
+                0 => self.node_deleted(c, &key),
+                1 | 2 => self.pod_deleted(c, &key),
+                3 => self.podgroup_deleted(c, &key),
+                4 => self.queue_deleted(c, &key),
+                _ => self.class_deleted(c, &key),
+            }
+        }
+    }
+
+    fn one(&mut self, c: &mut Cluster, change: Change) {
+        match change {
+            Change::Node(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.node_applied(c, &o),
+                Event::Delete(o) => self.node_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Pod { ours, event } => match *event {
+                Event::Apply(o) | Event::InitApply(o) => self.pod_applied(c, &o, ours),
+                Event::Delete(o) => self.pod_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::PodGroup(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.podgroup_applied(c, &o),
+                Event::Delete(o) => self.podgroup_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Queue(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.queue_applied(c, &o),
+                Event::Delete(o) => self.queue_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Class(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.class_applied(c, &o),
+                Event::Delete(o) => self.class_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+        }
+    }
+
+    /// Reads an object once per version; a bad one is reported once and left out.
+    fn read<K: Resource + Serialize>(&mut self, o: &K, kind: &str, dynamic: bool) -> Option<Object> {
+        let (uid, rv) = ids(o);
+        if self.bad.get(&uid) == Some(&rv) {
+            return None;
+        }
+        match to_model(o, dynamic.then_some(kind)) {
+            Ok(obj) => {
+                self.bad.remove(&uid);
+                Some(obj)
+            }
+            Err(message) => {
+                self.invalid.push(Invalid { object: format!("{kind} {}", key_of(o)), uid: uid.clone(), message });
+                self.bad.insert(uid, rv);
+                None
+            }
+        }
+    }
+
+    fn node_applied(&mut self, c: &mut Cluster, o: &Node) {
+        let (key, ids) = (key_of(o), ids(o));
+        if self.nodes.get(&key) == Some(&ids) {
+            return;
+        }
+        let Some(Object::Node(node)) = self.read(o, "Node", false) else {
+            return self.node_deleted(c, &key);
+        };
+        self.nodes.insert(key.clone(), ids);
+        match self.index.nodes.get(&key) {
+            // Heartbeats change nothing the scheduler reads.
+            Some(&i) if c.nodes[i] == node => {}
+            Some(&i) => c.nodes[i] = node,
+            None => {
+                push(&mut c.nodes, &mut self.index.nodes, key, node);
+                self.reorder = true;
+            }
+        }
+    }
+
+    fn node_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.nodes.remove(key);
+        self.reorder |= remove(&mut c.nodes, &mut self.index.nodes, key, |n| n.name.clone());
+    }
+
+    fn class_applied(&mut self, c: &mut Cluster, o: &PriorityClass) {
+        let (key, (_, rv)) = (key_of(o), ids(o));
+        if self.classes.get(&key) == Some(&rv) {
+            return;
+        }
+        match self.read(o, "PriorityClass", false) {
+            Some(Object::PriorityClass(name, pc)) => {
+                self.classes.insert(key, rv);
+                if c.priority_classes.get(&name) != Some(&pc) {
+                    c.priority_classes.insert(name, pc);
+                }
+            }
+            _ => self.class_deleted(c, &key),
+        }
+    }
+
+    fn class_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.classes.remove(key);
+        c.priority_classes.remove(key);
+    }
+
+    fn queue_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
+        let (key, (uid, rv)) = (key_of(o), ids(o));
+        if self.queues.get(&key).is_some_and(|m| m.uid == uid && m.rv == rv) {
+            return;
+        }
+        let Some(Object::Queue(queue)) = self.read(o, "Queue", true) else {
+            return self.queue_deleted(c, &key);
+        };
+        let status = o.data.get("status").cloned().unwrap_or_default();
+        self.queues.insert(key.clone(), ObjMeta { uid, rv, status });
+        match self.index.queues.get(&key) {
+            Some(&i) if c.queues[i] == queue => {}
+            Some(&i) => c.queues[i] = queue,
+            None => {
+                push(&mut c.queues, &mut self.index.queues, key, queue);
+                self.reorder = true;
+            }
+        }
+    }
+
+    fn queue_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.queues.remove(key);
+        self.reorder |= remove(&mut c.queues, &mut self.index.queues, key, |q| q.name.clone());
+    }
+
+    fn podgroup_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
+        let (key, (uid, rv)) = (key_of(o), ids(o));
+        if self.podgroups.get(&key).is_some_and(|m| m.uid == uid && m.rv == rv) {
+            return;
+        }
+        let Some(Object::PodGroup(group)) = self.read(o, "PodGroup", true) else {
+            return self.podgroup_deleted(c, &key);
+        };
+        let status = o.data.get("status").cloned().unwrap_or_default();
+        self.podgroups.insert(key.clone(), ObjMeta { uid, rv, status });
+        self.put_group(c, key, group);
+    }
+
+    /// Puts a PodGroup in the cluster: a status change when only its status
+    /// differs from the one there.
+    fn put_group(&mut self, c: &mut Cluster, key: String, group: PodGroup) {
+        match self.index.podgroups.get(&key) {
+            Some(&i) if c.podgroups[i].same_spec(&group) => {
+                if c.podgroups[i] != group {
+                    let s = c.podgroups.status_mut(i);
+                    *s.phase = group.phase;
+                    *s.condition = group.condition;
+                }
+            }
+            Some(&i) => c.podgroups[i] = group,
+            None => {
+                push(&mut c.podgroups, &mut self.index.podgroups, key, group);
+                self.reorder = true;
+            }
+        }
+    }
+
+    fn podgroup_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.podgroups.remove(key);
+        // A plain pod's group stays while its pods are there (the driver
+        // made it before the API had it).
+        let (ns, name) = key.split_once('/').unwrap_or(("", key));
+        if name.starts_with("podgroup-") && c.pods.iter().any(|p| p.namespace == ns && p.group.as_deref() == Some(name))
+        {
+            return;
+        }
+        self.reorder |= remove(&mut c.podgroups, &mut self.index.podgroups, key, PodGroup::key);
+    }
+
+    fn pod_applied(&mut self, c: &mut Cluster, o: &Pod, ours: bool) {
+        let (key, (uid, rv)) = (key_of(o), ids(o));
+        if self.pods.get(&key).is_some_and(|m| m.uid == uid && m.rv == rv) {
+            return;
+        }
+        let Some(Object::Pod(mut pod)) = self.read(o, "Pod", false) else {
+            return self.pod_deleted(c, &key);
+        };
+        let scheduled =
+            o.status.as_ref().and_then(|s| s.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled").cloned());
+        let meta = PodMeta { uid, rv, ours, scheduled, api_node: pod.node.clone(), api_deleting: pod.deleting };
+        if !ours {
+            // Others' pods only take room on their nodes; they are never tasks.
+            pod.group = None;
+        } else if pod.group.is_none() {
+            self.plain_pod(c, o, &mut pod);
+        } else {
+            self.queued.remove(&key);
+        }
+        // What was sent and not yet seen back stays assumed.
+        if let Some((node, _)) = self.assumed.binds.get(&key) {
+            if pod.node.is_some() {
+                self.assumed.binds.remove(&key);
+            } else {
+                pod.node = Some(node.clone());
+                pod.nominated_node = None;
+            }
+        }
+        if self.assumed.evictions.contains_key(&key) {
+            if pod.deleting {
+                self.assumed.evictions.remove(&key);
+            } else {
+                pod.deleting = true;
+            }
+        }
+        let same_pod = self.pods.get(&key).is_some_and(|m| m.uid == meta.uid);
+        self.pods.insert(key.clone(), meta);
+        match self.index.pods.get(&key) {
+            Some(&i) if same_pod && c.pods[i].same_spec(&pod) => {
+                if c.pods[i] != pod {
+                    let s = c.pods.status_mut(i);
+                    *s.node = pod.node;
+                    *s.nominated_node = pod.nominated_node;
+                    *s.phase = pod.phase;
+                    *s.deleting = pod.deleting;
+                    *s.started = pod.started;
+                }
+            }
+            Some(&i) => c.pods[i] = pod,
+            None => {
+                push(&mut c.pods, &mut self.index.pods, key, pod);
+                self.reorder = true;
+            }
+        }
+    }
+
+    /// A pod of ours without a PodGroup is a job of its own at once, in the
+    /// group Volcano's podgroup controller makes for it (named after its
+    /// controller, so a ReplicaSet's pods share one); the PodGroup object and
+    /// the pod's annotation are written off the scheduling path.
+    fn plain_pod(&mut self, c: &mut Cluster, o: &Pod, pod: &mut ModelPod) {
+        let owner: Option<OwnerReference> = o.owner_references().iter().find(|r| r.controller == Some(true)).cloned();
+        let Some(uid) = owner.as_ref().map(|r| r.uid.clone()).or_else(|| o.metadata.uid.clone()) else { return };
+        let name = format!("podgroup-{uid}");
+        pod.group = Some(name.clone());
+        pod.annotations.insert(GROUP_ANNOTATION.into(), name.clone());
+        let key = format!("{}/{name}", pod.namespace);
+        if !self.podgroups.contains_key(&key) && !self.index.podgroups.contains_key(&key) {
+            self.put_group(c, key.clone(), controller::implicit_group(pod, &name));
+        }
+        if self.queued.insert(pod.key()) {
+            self.writes.push(Write::PlainPod {
+                namespace: pod.namespace.clone(),
+                pod: pod.name.clone(),
+                pod_uid: o.metadata.uid.clone().unwrap_or_default(),
+                owner,
+                group: (!self.podgroups.contains_key(&key)).then(|| Box::new(controller::implicit_group(pod, &name))),
+                group_name: name,
+            });
+        }
+    }
+
+    fn pod_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.pods.remove(key);
+        self.queued.remove(key);
+        self.assumed.binds.remove(key);
+        self.assumed.evictions.remove(key);
+        self.reorder |= remove(&mut c.pods, &mut self.index.pods, key, ModelPod::key);
+    }
+
+    /// After a batch of events: sorts lists that changed shape into stable
+    /// orders (creation, then name) and indexes them; ends expired
+    /// assumptions; adds the default queues Volcano's scheduler makes.
+    pub fn settle(&mut self, c: &mut Cluster) {
+        let now = Instant::now();
+        let expired: Vec<String> = self
+            .assumed
+            .binds
+            .iter()
+            .filter(|(_, (_, t))| now.duration_since(*t) >= ASSUME_FOR)
+            .map(|(k, _)| k.clone())
+            .chain(
+                self.assumed
+                    .evictions
+                    .iter()
+                    .filter(|(_, t)| now.duration_since(**t) >= ASSUME_FOR)
+                    .map(|(k, _)| k.clone()),
+            )
+            .collect();
+        for key in expired {
+            self.assumed.binds.remove(&key);
+            self.assumed.evictions.remove(&key);
+            if let (Some(&i), Some(m)) = (self.index.pods.get(&key), self.pods.get(&key)) {
+                if c.pods[i].node != m.api_node || c.pods[i].deleting != m.api_deleting {
+                    let s = c.pods.status_mut(i);
+                    *s.node = m.api_node.clone();
+                    *s.deleting = m.api_deleting;
+                }
+            }
+        }
+        if c.queue("root").is_none() || c.queue("default").is_none() {
+            c.ensure_default_queues();
+            self.reorder = true;
+        }
+        if !self.reorder {
+            return;
+        }
+        self.reorder = false;
+        c.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        c.queues.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
+        c.podgroups.sort_by_cached_key(|g| (g.created, g.key()));
+        c.pods.sort_by_cached_key(|p| (p.created, p.key()));
+        let ix = &mut self.index;
+        ix.nodes = c.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        ix.queues = c.queues.iter().enumerate().map(|(i, q)| (q.name.clone(), i)).collect();
+        ix.podgroups = c.podgroups.iter().enumerate().map(|(i, g)| (g.key(), i)).collect();
+        ix.pods = c.pods.iter().enumerate().map(|(i, p)| (p.key(), i)).collect();
+    }
+
+    /// Objects that could not be read since the last call.
+    pub fn take_invalid(&mut self) -> Vec<Invalid> {
+        std::mem::take(&mut self.invalid)
+    }
+
+    /// Controller writes gathered since the last call, with the default
+    /// queues when the API has none of that name.
+    pub fn take_writes(&mut self) -> Vec<Write> {
+        for (name, reclaimable) in [("root", false), ("default", true)] {
+            if !self.queues.contains_key(name) && self.queued.insert(format!("queue {name}")) {
+                self.writes.push(Write::Queue { name: name.into(), reclaimable });
+            }
+        }
+        std::mem::take(&mut self.writes)
+    }
+
+    /// A write that failed may be tried again.
+    pub fn write_failed(&mut self, w: &Write) {
+        self.queued.remove(&w.key());
+    }
+
+    /// Marks a bind the API server accepted: the pod holds the node until
+    /// the watch shows it (or for [`ASSUME_FOR`]).
+    pub fn assume_bind(&mut self, c: &mut Cluster, key: &str, node: &str) {
+        self.assumed.binds.insert(key.to_string(), (node.to_string(), Instant::now()));
+        if let Some(&i) = self.index.pods.get(key) {
+            if c.pods[i].node.as_deref() != Some(node) {
+                let s = c.pods.status_mut(i);
+                *s.node = Some(node.to_string());
+                *s.nominated_node = None;
+            }
+        }
+    }
+
+    /// Marks an eviction the API server accepted.
+    pub fn assume_eviction(&mut self, c: &mut Cluster, key: &str) {
+        self.assumed.evictions.insert(key.to_string(), Instant::now());
+        if let Some(&i) = self.index.pods.get(key) {
+            if !c.pods[i].deleting {
+                *c.pods.status_mut(i).deleting = true;
+            }
+        }
+    }
+
+    /// Forgets every assumption (on losing leadership): the cluster shows
+    /// what the API server said.
+    pub fn forget_assumptions(&mut self, c: &mut Cluster) {
+        let keys: Vec<String> = self
+            .assumed
+            .binds
+            .keys()
+            .chain(self.assumed.evictions.keys())
+            .cloned()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        self.assumed = Assumed::default();
+        for key in keys {
+            if let (Some(&i), Some(m)) = (self.index.pods.get(&key), self.pods.get(&key)) {
+                let s = c.pods.status_mut(i);
+                *s.node = m.api_node.clone();
+                *s.deleting = m.api_deleting;
+            }
+        }
+    }
+
+    /// The uid of a pod, PodGroup or Queue by key (for Events).
+    pub fn uid(&self, kind: &str, key: &str) -> String {
+        let m = match kind {
+            "Pod" => self.pods.get(key).map(|m| &m.uid),
+            "PodGroup" => self.podgroups.get(key).map(|m| &m.uid),
+            _ => self.queues.get(key).map(|m| &m.uid),
+        };
+        m.cloned().unwrap_or_default()
+    }
+
+    /// Every uid the driver knows (Events of others are forgotten).
+    pub fn live_uids(&self) -> HashSet<String> {
+        let pods = self.pods.values().map(|m| m.uid.clone());
+        let groups = self.podgroups.values().map(|m| m.uid.clone());
+        pods.chain(groups).chain(self.queues.values().map(|m| m.uid.clone())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use std::collections::BTreeMap;
+    use tephra_model::tracked::Changes;
+
+    fn pod(name: &str, rv: &str, node: Option<&str>, phase: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                resource_version: Some(rv.into()),
+                creation_timestamp: None,
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                scheduler_name: Some("volcano".into()),
+                node_name: node.map(Into::into),
+                containers: vec![Container {
+                    name: "c".into(),
+                    resources: Some(ResourceRequirements {
+                        requests: Some(BTreeMap::from([("cpu".to_string(), Quantity("1".into()))])),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: Some(PodStatus { phase: Some(phase.into()), ..Default::default() }),
+        }
+    }
+
+    fn ours(event: Event<Pod>) -> Change {
+        Change::Pod { ours: true, event: Box::new(event) }
+    }
+
+    #[test]
+    fn binds_and_starts_are_status_changes_and_new_pods_whole_ones() {
+        let mut s = Store::default();
+        let mut c = Cluster::default();
+        s.apply(&mut c, ours(Event::Init));
+        s.apply(&mut c, ours(Event::InitApply(pod("a", "1", None, "Pending"))));
+        s.apply(&mut c, ours(Event::InitApply(pod("b", "1", None, "Pending"))));
+        s.apply(&mut c, ours(Event::InitDone));
+        s.settle(&mut c);
+        assert_eq!(c.pods.len(), 2);
+        // A plain pod is a job of its own at once, its PodGroup written aside.
+        assert_eq!(c.pods[0].group.as_deref(), Some("podgroup-uid-a"));
+        assert!(c.podgroups.iter().any(|g| g.name == "podgroup-uid-a" && g.min_member == 1));
+        assert!(s.take_writes().iter().any(|w| matches!(w, Write::PlainPod { pod, .. } if pod == "a")));
+        let mark = c.pods.mark();
+        // Bound (assumed), then the watch shows it, then it runs.
+        s.assume_bind(&mut c, "ns/a", "n1");
+        s.apply(&mut c, ours(Event::Apply(pod("a", "2", None, "Pending"))));
+        assert_eq!(c.pods[0].node.as_deref(), Some("n1"), "a stale event does not undo an assumed bind");
+        s.apply(&mut c, ours(Event::Apply(pod("a", "3", Some("n1"), "Running"))));
+        s.settle(&mut c);
+        assert_eq!(c.pods[0].phase, tephra_model::cluster::PodPhase::Running);
+        assert_eq!(c.pods.changes_since(mark), Changes::Status(vec![0]));
+        // A new pod is a whole change; a deleted one too.
+        let mark = c.pods.mark();
+        s.apply(&mut c, ours(Event::Apply(pod("c", "1", None, "Pending"))));
+        s.settle(&mut c);
+        assert_eq!(c.pods.changes_since(mark), Changes::Whole);
+        s.apply(&mut c, ours(Event::Delete(pod("b", "2", None, "Pending"))));
+        s.settle(&mut c);
+        assert_eq!(c.pods.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        // A relist that no longer lists a pod removes it.
+        s.apply(&mut c, ours(Event::Init));
+        s.apply(&mut c, ours(Event::InitApply(pod("a", "3", Some("n1"), "Running"))));
+        s.apply(&mut c, ours(Event::InitDone));
+        s.settle(&mut c);
+        assert_eq!(c.pods.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn an_unreadable_object_is_reported_once_per_version_and_left_out() {
+        let mut s = Store::default();
+        let mut c = Cluster::default();
+        let mut bad = pod("x", "1", None, "Pending");
+        bad.status.as_mut().unwrap().phase = Some("Runing".into());
+        s.apply(&mut c, ours(Event::Apply(bad.clone())));
+        s.apply(&mut c, ours(Event::Apply(bad)));
+        s.settle(&mut c);
+        let invalid = s.take_invalid();
+        assert_eq!(invalid.len(), 1, "{invalid:?}");
+        assert!(invalid[0].message.contains("Pod ns/x") && invalid[0].message.contains("status.phase"), "{invalid:?}");
+        assert!(c.pods.is_empty());
+    }
+}

@@ -1,0 +1,408 @@
+//! The cluster as the scheduler's cache holds it: nodes, queues, PodGroups
+//! (jobs), pods (tasks) and priority classes, in Volcano's units.
+
+use crate::resource::ResourceList;
+use crate::tracked::{Status, Tracked};
+use std::collections::BTreeMap;
+
+/// A node taint.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: String,
+}
+
+/// A pod toleration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+/// One match expression of a required node-affinity term.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MatchExpr {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub allocatable: ResourceList,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+}
+
+/// Queue lifecycle state (maintained by Volcano's queue controller).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueState {
+    #[default]
+    Open,
+    Closed,
+    Closing,
+    Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Queue {
+    pub name: String,
+    pub weight: f64,
+    pub priority: i32,
+    /// `spec.parent`; `None` means `root` (or no hierarchy).
+    pub parent: Option<String>,
+    pub reclaimable: bool,
+    pub state: QueueState,
+    pub capability: ResourceList,
+    pub deserved: ResourceList,
+    pub guarantee: ResourceList,
+    /// `spec.guarantee.policy: Guaranteed` (default Best-Effort): a
+    /// reservation evicts other queues' pods from the queue's locked nodes.
+    pub guaranteed: bool,
+    /// `spec.guarantee.percentage`: the share of the cluster to reserve, per
+    /// listed dimension.
+    pub reserve_percentage: BTreeMap<String, f64>,
+    pub annotations: BTreeMap<String, String>,
+    /// Node-group affinity lists by kind ("required", "preferred",
+    /// "anti-required", "anti-preferred").
+    pub affinity: BTreeMap<String, Vec<String>>,
+    /// Creation order: earlier queues win order ties.
+    pub created: i64,
+}
+
+/// PodGroup phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    #[default]
+    Pending,
+    Inqueue,
+    Running,
+    Unknown,
+    Completed,
+}
+
+impl Phase {
+    pub fn parse(s: &str) -> Option<Phase> {
+        Some(match s {
+            "" | "Pending" => Phase::Pending,
+            "Inqueue" => Phase::Inqueue,
+            "Running" => Phase::Running,
+            "Unknown" => Phase::Unknown,
+            "Completed" => Phase::Completed,
+            _ => return None,
+        })
+    }
+
+    /// The name in `status.phase`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Inqueue => "Inqueue",
+            Phase::Running => "Running",
+            Phase::Unknown => "Unknown",
+            Phase::Completed => "Completed",
+        }
+    }
+}
+
+impl From<tephra_contract::JobPhase> for Phase {
+    fn from(p: tephra_contract::JobPhase) -> Phase {
+        use tephra_contract::JobPhase as J;
+        match p {
+            J::Pending => Phase::Pending,
+            J::Inqueue => Phase::Inqueue,
+            J::Running => Phase::Running,
+            J::Unknown => Phase::Unknown,
+            J::Completed => Phase::Completed,
+        }
+    }
+}
+
+/// A PodGroup status condition (`Scheduled` or `Unschedulable`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Condition {
+    pub kind: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// A PodGroup: the unit of gang scheduling (a Volcano "job").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodGroup {
+    pub namespace: String,
+    pub name: String,
+    pub queue: String,
+    pub min_member: u32,
+    pub min_task_member: BTreeMap<String, u32>,
+    pub min_resources: Option<ResourceList>,
+    pub priority_class: Option<String>,
+    /// An explicit job priority (scenario files); overrides the class.
+    pub priority: Option<i32>,
+    pub phase: Phase,
+    pub created: i64,
+    pub annotations: BTreeMap<String, String>,
+    /// The latest scheduling condition written at session close.
+    pub condition: Option<Condition>,
+    /// Set for PodGroups of a Volcano Job: pods are created from these
+    /// templates once the group leaves Pending.
+    pub job_templates: Vec<Pod>,
+}
+
+/// `namespace/name`, built without the formatting machinery: the snapshot
+/// names every pod and group each cycle.
+fn key(namespace: &str, name: &str) -> String {
+    let mut k = String::with_capacity(namespace.len() + 1 + name.len());
+    k.push_str(namespace);
+    k.push('/');
+    k.push_str(name);
+    k
+}
+
+impl PodGroup {
+    /// `namespace/name`, Volcano's JobID.
+    pub fn key(&self) -> String {
+        key(&self.namespace, &self.name)
+    }
+
+    /// Whether `other` differs from this group in its status fields only.
+    pub fn same_spec(&self, other: &PodGroup) -> bool {
+        let mut o = other.clone();
+        let s = o.status_fields();
+        *s.phase = self.phase;
+        *s.condition = self.condition.clone();
+        *self == o
+    }
+}
+
+/// Pod phase as Kubernetes reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PodPhase {
+    #[default]
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    pub fn parse(s: &str) -> Option<PodPhase> {
+        Some(match s {
+            "" | "Pending" => PodPhase::Pending,
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            "Unknown" => PodPhase::Unknown,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    /// PodGroup name (annotation `scheduling.k8s.io/group-name`).
+    pub group: Option<String>,
+    pub scheduler_name: String,
+    pub requests: ResourceList,
+    pub node: Option<String>,
+    pub nominated_node: Option<String>,
+    pub phase: PodPhase,
+    pub deleting: bool,
+    pub priority: Option<i32>,
+    pub priority_class: Option<String>,
+    pub preemptable: bool,
+    pub preempt_never: bool,
+    pub task_spec: String,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    /// Required node-affinity terms (ORed), each a list of ANDed expressions.
+    pub affinity: Vec<Vec<MatchExpr>>,
+    pub annotations: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    pub created: i64,
+    /// When the pod started running (ms since the epoch).
+    pub started: Option<i64>,
+    /// Annotation `tephra.io/estimated-running-duration`, in ms.
+    pub estimated_ms: Option<i64>,
+}
+
+impl Pod {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        key(&self.namespace, &self.name)
+    }
+
+    /// Whether `other` differs from this pod in its status fields only
+    /// (so the change can go through [`Tracked::status_mut`]).
+    pub fn same_spec(&self, other: &Pod) -> bool {
+        let mut o = other.clone();
+        let s = o.status_fields();
+        *s.node = self.node.clone();
+        *s.nominated_node = self.nominated_node.clone();
+        *s.phase = self.phase;
+        *s.deleting = self.deleting;
+        *s.started = self.started;
+        *self == o
+    }
+}
+
+/// A PriorityClass.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PriorityClass {
+    pub value: i32,
+    pub global_default: bool,
+    pub preempt_never: bool,
+}
+
+/// Everything the scheduler knows about the cluster. The object lists
+/// remember how they changed (see [`Tracked`]), so a session can start from
+/// the last one.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub nodes: Tracked<Node>,
+    pub queues: Tracked<Queue>,
+    pub podgroups: Tracked<PodGroup>,
+    pub pods: Tracked<Pod>,
+    pub priority_classes: BTreeMap<String, PriorityClass>,
+}
+
+/// The part of a pod that changes as it is scheduled and runs.
+pub struct PodStatus<'a> {
+    pub node: &'a mut Option<String>,
+    pub nominated_node: &'a mut Option<String>,
+    pub phase: &'a mut PodPhase,
+    pub deleting: &'a mut bool,
+    pub started: &'a mut Option<i64>,
+}
+
+impl Status for Pod {
+    type Fields<'a> = PodStatus<'a>;
+    fn status_fields(&mut self) -> PodStatus<'_> {
+        PodStatus {
+            node: &mut self.node,
+            nominated_node: &mut self.nominated_node,
+            phase: &mut self.phase,
+            deleting: &mut self.deleting,
+            started: &mut self.started,
+        }
+    }
+}
+
+/// The part of a PodGroup the scheduler and its controllers update.
+pub struct PodGroupStatus<'a> {
+    pub phase: &'a mut Phase,
+    pub condition: &'a mut Option<Condition>,
+}
+
+impl Status for PodGroup {
+    type Fields<'a> = PodGroupStatus<'a>;
+    fn status_fields(&mut self) -> PodGroupStatus<'_> {
+        PodGroupStatus { phase: &mut self.phase, condition: &mut self.condition }
+    }
+}
+
+impl Cluster {
+    pub fn queue(&self, name: &str) -> Option<&Queue> {
+        self.queues.iter().find(|q| q.name == name)
+    }
+
+    /// Resolves a priority class name to its value (globalDefault when unnamed).
+    pub fn class_priority(&self, class: Option<&str>) -> Option<i32> {
+        match class {
+            Some(c) => self.priority_classes.get(c).map(|p| p.value),
+            None => self.priority_classes.values().find(|p| p.global_default).map(|p| p.value),
+        }
+    }
+
+    /// Creates the `root` and `default` queues when missing, as Volcano does.
+    pub fn ensure_default_queues(&mut self) {
+        for (name, reclaimable) in [("root", false), ("default", true)] {
+            if self.queue(name).is_none() {
+                self.queues.push(Queue {
+                    name: name.into(),
+                    weight: 1.0,
+                    reclaimable,
+                    created: i64::MIN / 2,
+                    ..Default::default()
+                });
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// Pods by their PodGroup (`namespace`, group name), as indices.
+    pub fn pods_by_group(&self) -> std::collections::HashMap<(&str, &str), Vec<usize>> {
+        let mut out: std::collections::HashMap<(&str, &str), Vec<usize>> = std::collections::HashMap::new();
+        for (i, p) in self.pods.iter().enumerate() {
+            if let Some(g) = &p.group {
+                out.entry((p.namespace.as_str(), g.as_str())).or_default().push(i);
+            }
+        }
+        out
+    }
+}
+
+/// Volcano's PodGroup phase after a session (`getPodGroupPhase`): a group
+/// with `minMember` pods scheduled (bound, or finished) is `Running`, or
+/// `Completed` once all of them finished (and, for a Volcano Job, every
+/// templated pod exists); otherwise an admitted group stays `Inqueue` and
+/// any other falls back to `Pending`. `phase` is the group's phase after the
+/// session's admissions.
+pub fn podgroup_phase(g: &PodGroup, phase: Phase, pods: &[&Pod]) -> Phase {
+    let finished = |p: &&Pod| matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed);
+    let scheduled = pods.iter().filter(|p| p.node.is_some() || finished(p)).count() as u32;
+    if scheduled >= g.min_member.max(1) {
+        if pods.iter().all(finished) && pods.len() >= g.job_templates.len() {
+            Phase::Completed
+        } else {
+            Phase::Running
+        }
+    } else if phase == Phase::Inqueue {
+        Phase::Inqueue
+    } else {
+        Phase::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn podgroup_phase_follows_volcano() {
+        let g = PodGroup { min_member: 2, ..Default::default() };
+        let bound = Pod { node: Some("n".into()), ..Default::default() };
+        let pending = Pod::default();
+        let done = Pod { node: Some("n".into()), phase: PodPhase::Succeeded, ..Default::default() };
+        let failed = Pod { node: Some("n".into()), phase: PodPhase::Failed, ..Default::default() };
+        let phase = |p, pods: &[&Pod]| podgroup_phase(&g, p, pods).name();
+        assert_eq!(phase(Phase::Pending, &[&pending, &pending]), "Pending");
+        assert_eq!(phase(Phase::Inqueue, &[&bound, &pending]), "Inqueue");
+        assert_eq!(phase(Phase::Running, &[&bound, &pending]), "Pending");
+        assert_eq!(phase(Phase::Inqueue, &[&bound, &bound]), "Running");
+        assert_eq!(phase(Phase::Running, &[&done, &done]), "Completed");
+        assert_eq!(phase(Phase::Running, &[&done, &failed]), "Completed");
+        assert_eq!(phase(Phase::Running, &[&done, &bound]), "Running");
+    }
+
+    #[test]
+    fn same_spec_ignores_status_fields_only() {
+        let p = Pod { name: "p".into(), requests: [("cpu".into(), 1000.0)].into(), ..Default::default() };
+        let bound = Pod { node: Some("n".into()), phase: PodPhase::Running, started: Some(5), ..p.clone() };
+        assert!(p.same_spec(&bound) && bound.same_spec(&p));
+        let bigger = Pod { requests: [("cpu".into(), 2000.0)].into(), ..p.clone() };
+        assert!(!p.same_spec(&bigger));
+        let g = PodGroup { name: "g".into(), min_member: 2, ..Default::default() };
+        let running = PodGroup { phase: Phase::Running, ..g.clone() };
+        assert!(g.same_spec(&running));
+        assert!(!g.same_spec(&PodGroup { min_member: 3, ..g.clone() }));
+    }
+}

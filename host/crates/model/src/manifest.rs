@@ -1,0 +1,611 @@
+//! Reads Kubernetes manifests unchanged: Node and Pod (v1), Queue and
+//! PodGroup (`scheduling.volcano.sh/v1beta1`), Volcano Job
+//! (`batch.volcano.sh/v1alpha1`, expanded as its job controller does),
+//! PriorityClass, and a ConfigMap holding `volcano-scheduler.conf`.
+//!
+//! Every error names the file, the object and the field.
+
+use crate::cluster::*;
+use crate::config::SchedulerConfig;
+use crate::resource::{self, ResourceList};
+use anyhow::{anyhow, bail, Result};
+use serde::Deserialize;
+use serde_yaml::Value;
+use std::collections::BTreeMap;
+
+/// Simulator annotation: the object appears this many seconds into the run.
+pub const ARRIVE_AT: &str = "tephra.io/arrive-at";
+/// Simulator annotation: a running pod completes after this many seconds.
+pub const DURATION: &str = "tephra.io/duration";
+/// How long a pod is expected to run (big-job reservation orders nodes by it).
+pub const ESTIMATE: &str = "tephra.io/estimated-running-duration";
+
+/// One object read from a manifest.
+#[derive(Clone, Debug)]
+pub enum Object {
+    Node(Node),
+    Queue(Queue),
+    PodGroup(PodGroup),
+    Pod(Pod),
+    PriorityClass(String, PriorityClass),
+    Config(SchedulerConfig),
+}
+
+/// An object and the simulated second at which it appears.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    pub at: f64,
+    pub object: Object,
+}
+
+/// Where an error happened: `file: Kind ns/name: field`.
+struct At<'a> {
+    origin: &'a str,
+    object: String,
+}
+
+impl At<'_> {
+    fn err(&self, field: &str, msg: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!("{}: {}: {field}: {msg}", self.origin, self.object)
+    }
+}
+
+fn get<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(v, |v, k| v.get(k)).filter(|v| !v.is_null())
+}
+
+fn string(at: &At, v: &Value, path: &str) -> Result<Option<String>> {
+    match get(v, path) {
+        None => Ok(None),
+        Some(x) => crate::config::scalar_string(x).map(Some).ok_or_else(|| at.err(path, "expected a string")),
+    }
+}
+
+fn map(at: &At, v: &Value, path: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    if let Some(m) = get(v, path) {
+        let m = m.as_mapping().ok_or_else(|| at.err(path, "expected a mapping"))?;
+        for (k, val) in m {
+            let k = k.as_str().unwrap_or_default().to_string();
+            let val =
+                crate::config::scalar_string(val).ok_or_else(|| at.err(&format!("{path}.{k}"), "expected a scalar"))?;
+            out.insert(k, val);
+        }
+    }
+    Ok(out)
+}
+
+fn int(at: &At, v: &Value, path: &str) -> Result<Option<i64>> {
+    match get(v, path) {
+        None => Ok(None),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| at.err(path, "expected an integer")),
+        Some(Value::String(s)) => s.parse().map(Some).map_err(|_| at.err(path, format!("{s:?} is not an integer"))),
+        Some(_) => Err(at.err(path, "expected an integer")),
+    }
+}
+
+fn boolean(at: &At, v: &Value, path: &str) -> Result<Option<bool>> {
+    match get(v, path) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+        Some(_) => Err(at.err(path, "expected true or false")),
+    }
+}
+
+/// A ResourceList in internal units.
+fn resources(at: &At, v: &Value, path: &str) -> Result<ResourceList> {
+    let mut out = ResourceList::new();
+    for (k, q) in map(at, v, path)? {
+        let value = resource::parse_resource(&k, &q).map_err(|e| at.err(&format!("{path}.{k}"), e))?;
+        out.insert(k, value);
+    }
+    Ok(out)
+}
+
+/// `spec.guarantee.percentage {dimensions, value}`: value in [0, 1] for each
+/// listed dimension (cpu and memory when none are listed).
+fn percentage(at: &At, v: &Value) -> Result<BTreeMap<String, f64>> {
+    let path = "spec.guarantee.percentage.value";
+    let value = match get(v, path) {
+        None => return Ok(BTreeMap::new()),
+        Some(x) => crate::config::scalar_string(x).and_then(|s| s.parse::<f64>().ok()),
+    };
+    let value = value.filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| at.err(path, "expected a number in [0, 1]"))?;
+    let dims_path = "spec.guarantee.percentage.dimensions";
+    let mut dims: Vec<String> = seq(at, v, dims_path)?
+        .iter()
+        .map(|d| crate::config::scalar_string(d).ok_or_else(|| at.err(dims_path, "expected resource names")))
+        .collect::<Result<_>>()?;
+    if dims.is_empty() {
+        dims = vec!["cpu".into(), "memory".into()];
+    }
+    Ok(dims.into_iter().map(|d| (d, value)).collect())
+}
+
+/// The pod's `tephra.io/estimated-running-duration`, in ms.
+fn estimate(at: &At, annotations: &BTreeMap<String, String>) -> Result<Option<i64>> {
+    annotations
+        .get(ESTIMATE)
+        .map(|s| {
+            crate::config::duration_ms(s)
+                .ok_or_else(|| at.err(&format!("metadata.annotations.{ESTIMATE}"), format!("{s:?} is not a duration")))
+        })
+        .transpose()
+}
+
+fn seq<'v>(at: &At, v: &'v Value, path: &str) -> Result<&'v [Value]> {
+    match get(v, path) {
+        None => Ok(&[]),
+        Some(Value::Sequence(s)) => Ok(s),
+        Some(_) => Err(at.err(path, "expected a list")),
+    }
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 UTC time ("2024-01-02T03:04:05Z").
+fn parse_time(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d, h, mi, se) = (n(0..4)?, n(5..7)?, n(8..10)?, n(11..13)?, n(14..16)?, n(17..19)?);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * (mo + if mo > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some(days * 86400 + h * 3600 + mi * 60 + se)
+}
+
+/// The metadata fields tephra reads.
+struct Meta {
+    name: String,
+    namespace: String,
+    annotations: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
+    /// Milliseconds since the epoch, or the document's position when unset.
+    created: i64,
+}
+
+fn meta(at: &At, v: &Value, seqno: i64) -> Result<Meta> {
+    let name = string(at, v, "metadata.name")?.ok_or_else(|| at.err("metadata.name", "missing"))?;
+    let namespace = string(at, v, "metadata.namespace")?.unwrap_or_else(|| "default".into());
+    let created = match string(at, v, "metadata.creationTimestamp")? {
+        Some(t) => parse_time(&t).ok_or_else(|| at.err("metadata.creationTimestamp", "expected RFC 3339 time"))? * 1000,
+        None => seqno,
+    };
+    Ok(Meta {
+        name,
+        namespace,
+        annotations: map(at, v, "metadata.annotations")?,
+        labels: map(at, v, "metadata.labels")?,
+        created,
+    })
+}
+
+/// Reads the pod spec part shared by Pods and Volcano Job templates.
+fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
+    let mut total = ResourceList::new();
+    for (i, c) in seq(at, spec, "containers")?.iter().enumerate() {
+        let mut req = resources(at, c, "resources.limits").map_err(|e| anyhow!("{e} (containers[{i}])"))?;
+        req.extend(resources(at, c, "resources.requests").map_err(|e| anyhow!("{e} (containers[{i}])"))?);
+        for (k, v) in req {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    for c in seq(at, spec, "initContainers")? {
+        let mut req = resources(at, c, "resources.limits")?;
+        req.extend(resources(at, c, "resources.requests")?);
+        for (k, v) in req {
+            let e = total.entry(k).or_default();
+            *e = e.max(v);
+        }
+    }
+    for (k, v) in resources(at, spec, "overhead")? {
+        *total.entry(k).or_default() += v;
+    }
+    pod.requests = total;
+    pod.scheduler_name = string(at, spec, "schedulerName")?.unwrap_or_else(|| "default-scheduler".into());
+    pod.node = string(at, spec, "nodeName")?;
+    pod.priority = int(at, spec, "priority")?.map(|p| p as i32);
+    pod.priority_class = string(at, spec, "priorityClassName")?;
+    pod.preempt_never = string(at, spec, "preemptionPolicy")?.as_deref() == Some("Never");
+    pod.node_selector = map(at, spec, "nodeSelector")?;
+    for (i, t) in seq(at, spec, "tolerations")?.iter().enumerate() {
+        let f = |k: &str| string(at, t, k).map(Option::unwrap_or_default);
+        let tol = Toleration { key: f("key")?, operator: f("operator")?, value: f("value")?, effect: f("effect")? };
+        if !["", "Exists", "Equal"].contains(&tol.operator.as_str()) {
+            return Err(at.err(
+                &format!("spec.tolerations[{i}].operator"),
+                format!("{:?} is not Exists or Equal", tol.operator),
+            ));
+        }
+        pod.tolerations.push(tol);
+    }
+    let terms_path = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    for term in seq(at, spec, terms_path)? {
+        let mut exprs = Vec::new();
+        for e in seq(at, term, "matchExpressions")? {
+            let key = string(at, e, "key")?.ok_or_else(|| at.err(terms_path, "matchExpressions entry without key"))?;
+            let operator = string(at, e, "operator")?.unwrap_or_default();
+            if !["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"].contains(&operator.as_str()) {
+                return Err(at.err(terms_path, format!("unknown operator {operator:?}")));
+            }
+            let values = seq(at, e, "values")?.iter().filter_map(crate::config::scalar_string).collect();
+            exprs.push(MatchExpr { key, operator, values });
+        }
+        pod.affinity.push(exprs);
+    }
+    Ok(())
+}
+
+fn preemptable(annotations: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
+    annotations
+        .get("volcano.sh/preemptable")
+        .or_else(|| labels.get("volcano.sh/preemptable"))
+        .is_none_or(|v| v != "false")
+}
+
+/// Parses every document of one file.
+pub fn parse(text: &str, origin: &str) -> Result<Vec<Timed>> {
+    let mut out = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let v = Value::deserialize(doc).map_err(|e| anyhow!("{origin}: document {}: not valid YAML: {e}", i + 1))?;
+        if v.is_null() {
+            continue;
+        }
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        let name = get(&v, "metadata.name").and_then(Value::as_str).unwrap_or("?");
+        let ns = get(&v, "metadata.namespace").and_then(Value::as_str);
+        let object = match ns {
+            Some(ns) => format!("{kind} {ns}/{name}"),
+            None => format!("{kind} {name}"),
+        };
+        let at = At { origin, object };
+        out.extend(parse_object(&at, &v, kind, i as i64)?);
+    }
+    Ok(out)
+}
+
+/// Reads one object fetched from the API server (converted to a YAML value),
+/// with the same field rules and errors as a manifest document.
+pub fn from_value(v: &Value, origin: &str) -> Result<Object> {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = get(v, "metadata.name").and_then(Value::as_str).unwrap_or("?");
+    let object = match get(v, "metadata.namespace").and_then(Value::as_str) {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    };
+    let at = At { origin, object };
+    let mut objects = parse_object(&at, v, kind, 0)?;
+    match objects.pop() {
+        Some(t) if objects.is_empty() => Ok(t.object),
+        _ => Err(at.err("kind", "expected exactly one object")),
+    }
+}
+
+fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>> {
+    let api = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if kind == "Namespace" {
+        return Ok(vec![]);
+    }
+    let Meta { name, namespace, annotations, labels, created } = meta(at, v, seqno)?;
+    let at_time = match annotations.get(ARRIVE_AT) {
+        Some(s) => {
+            s.parse::<f64>().map_err(|_| at.err(&format!("metadata.annotations.{ARRIVE_AT}"), "expected seconds"))?
+        }
+        None => 0.0,
+    };
+    let expect_api = |want: &str| -> Result<()> {
+        if api != want {
+            bail!("{}: {}: apiVersion: expected {want}, got {api:?}", at.origin, at.object);
+        }
+        Ok(())
+    };
+    let object = match kind {
+        "Node" => {
+            expect_api("v1")?;
+            let mut allocatable = resources(at, v, "status.allocatable")?;
+            if allocatable.is_empty() {
+                allocatable = resources(at, v, "status.capacity")?;
+            }
+            let mut taints = Vec::new();
+            for t in seq(at, v, "spec.taints")? {
+                let f = |k: &str| string(at, t, k).map(Option::unwrap_or_default);
+                taints.push(Taint { key: f("key")?, value: f("value")?, effect: f("effect")? });
+            }
+            Object::Node(Node {
+                name,
+                allocatable,
+                labels,
+                taints,
+                unschedulable: boolean(at, v, "spec.unschedulable")?.unwrap_or(false),
+            })
+        }
+        "Queue" => {
+            expect_api("scheduling.volcano.sh/v1beta1")?;
+            let weight = int(at, v, "spec.weight")?.unwrap_or(1);
+            if !(0..=65535).contains(&weight) {
+                return Err(at.err("spec.weight", "must be between 0 and 65535"));
+            }
+            let state = match string(at, v, "status.state")?.as_deref() {
+                None | Some("Open") => QueueState::Open,
+                Some("Closed") => QueueState::Closed,
+                Some("Closing") => QueueState::Closing,
+                Some("Unknown") => QueueState::Unknown,
+                Some(s) => return Err(at.err("status.state", format!("{s:?} is not Open, Closed, Closing or Unknown"))),
+            };
+            let mut affinity = BTreeMap::new();
+            for (kind, path) in [
+                ("required", "spec.affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+                ("preferred", "spec.affinity.nodeGroupAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+                ("anti-required", "spec.affinity.nodeGroupAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+                (
+                    "anti-preferred",
+                    "spec.affinity.nodeGroupAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+                ),
+            ] {
+                let groups: Vec<String> = seq(at, v, path)?.iter().filter_map(crate::config::scalar_string).collect();
+                if !groups.is_empty() {
+                    affinity.insert(kind.to_string(), groups);
+                }
+            }
+            Object::Queue(Queue {
+                name,
+                weight: weight as f64,
+                priority: int(at, v, "spec.priority")?.unwrap_or(0) as i32,
+                parent: string(at, v, "spec.parent")?.filter(|p| !p.is_empty()),
+                reclaimable: boolean(at, v, "spec.reclaimable")?.unwrap_or(true),
+                state,
+                capability: resources(at, v, "spec.capability")?,
+                deserved: resources(at, v, "spec.deserved")?,
+                guarantee: resources(at, v, "spec.guarantee.resource")?,
+                guaranteed: match string(at, v, "spec.guarantee.policy")?.as_deref() {
+                    None | Some("Best-Effort") => false,
+                    Some("Guaranteed") => true,
+                    Some(p) => {
+                        return Err(at.err("spec.guarantee.policy", format!("{p:?} is not Best-Effort or Guaranteed")))
+                    }
+                },
+                reserve_percentage: percentage(at, v)?,
+                annotations,
+                affinity,
+                created,
+            })
+        }
+        "PodGroup" => {
+            expect_api("scheduling.volcano.sh/v1beta1")?;
+            let phase_s = string(at, v, "status.phase")?.unwrap_or_default();
+            let phase =
+                Phase::parse(&phase_s).ok_or_else(|| at.err("status.phase", format!("unknown phase {phase_s:?}")))?;
+            let mut min_task_member = BTreeMap::new();
+            for (role, n) in map(at, v, "spec.minTaskMember")? {
+                let n = n.parse().map_err(|_| at.err(&format!("spec.minTaskMember.{role}"), "expected an integer"))?;
+                min_task_member.insert(role, n);
+            }
+            Object::PodGroup(PodGroup {
+                namespace,
+                name,
+                queue: string(at, v, "spec.queue")?.unwrap_or_else(|| "default".into()),
+                min_member: int(at, v, "spec.minMember")?.unwrap_or(1).max(0) as u32,
+                min_task_member,
+                min_resources: get(v, "spec.minResources")
+                    .map(|_| resources(at, v, "spec.minResources"))
+                    .transpose()?,
+                priority_class: string(at, v, "spec.priorityClassName")?,
+                priority: None,
+                phase,
+                created,
+                annotations,
+                condition: None,
+                job_templates: Vec::new(),
+            })
+        }
+        "Pod" => {
+            expect_api("v1")?;
+            let phase_s = string(at, v, "status.phase")?.unwrap_or_default();
+            let phase = PodPhase::parse(&phase_s)
+                .ok_or_else(|| at.err("status.phase", format!("unknown phase {phase_s:?}")))?;
+            let mut pod = Pod {
+                namespace,
+                name,
+                group: annotations.get("scheduling.k8s.io/group-name").cloned(),
+                phase,
+                deleting: get(v, "metadata.deletionTimestamp").is_some(),
+                preemptable: preemptable(&annotations, &labels),
+                task_spec: annotations.get("volcano.sh/task-spec").cloned().unwrap_or_default(),
+                nominated_node: string(at, v, "status.nominatedNodeName")?,
+                created,
+                ..Default::default()
+            };
+            let spec = get(v, "spec").ok_or_else(|| at.err("spec", "missing"))?;
+            pod_spec(at, spec, &mut pod)?;
+            pod.estimated_ms = estimate(at, &annotations)?;
+            pod.annotations = annotations;
+            pod.labels = labels;
+            Object::Pod(pod)
+        }
+        "Job" if api.starts_with("batch.volcano.sh/") => vcjob(at, v, name, namespace, annotations, created)?,
+        "PriorityClass" => {
+            let value = int(at, v, "value")?.ok_or_else(|| at.err("value", "missing"))? as i32;
+            Object::PriorityClass(
+                name,
+                PriorityClass {
+                    value,
+                    global_default: boolean(at, v, "globalDefault")?.unwrap_or(false),
+                    preempt_never: string(at, v, "preemptionPolicy")?.as_deref() == Some("Never"),
+                },
+            )
+        }
+        "ConfigMap" => match v.get("data").and_then(|d| d.get("volcano-scheduler.conf")).and_then(Value::as_str) {
+            Some(text) => Object::Config(SchedulerConfig::parse(
+                text,
+                &format!("{}: {}: data.volcano-scheduler.conf", at.origin, at.object),
+            )?),
+            None => return Err(at.err("data", "a ConfigMap here must hold volcano-scheduler.conf")),
+        },
+        other => bail!(
+            "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
+             ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
+             scheduling.k8s.io/v1 PriorityClass)",
+            at.origin,
+            at.object
+        ),
+    };
+    Ok(vec![Timed { at: at_time, object }])
+}
+
+/// A Volcano Job becomes a PodGroup carrying its pod templates; the simulated
+/// job controller creates the pods once the group is admitted.
+fn vcjob(
+    at: &At,
+    v: &Value,
+    name: String,
+    namespace: String,
+    annotations: BTreeMap<String, String>,
+    created: i64,
+) -> Result<Object> {
+    let queue = string(at, v, "spec.queue")?.unwrap_or_else(|| "default".into());
+    let scheduler = string(at, v, "spec.schedulerName")?.unwrap_or_else(|| "volcano".into());
+    let mut templates = Vec::new();
+    let mut min_task_member = BTreeMap::new();
+    for (ti, task) in seq(at, v, "spec.tasks")?.iter().enumerate() {
+        let tname = string(at, task, "name")?.unwrap_or_else(|| format!("default{ti}"));
+        let replicas = int(at, task, "replicas")?.unwrap_or(1).max(0);
+        if let Some(m) = int(at, task, "minAvailable")? {
+            min_task_member.insert(tname.clone(), m as u32);
+        }
+        let tpl = get(task, "template").ok_or_else(|| at.err(&format!("spec.tasks[{ti}].template"), "missing"))?;
+        let tat = At { origin: at.origin, object: format!("{} task {tname}", at.object) };
+        for i in 0..replicas {
+            let mut pod = Pod {
+                namespace: namespace.clone(),
+                name: format!("{name}-{tname}-{i}"),
+                group: Some(name.clone()),
+                task_spec: tname.clone(),
+                created: created + i,
+                ..Default::default()
+            };
+            pod.annotations = map(&tat, tpl, "metadata.annotations")?;
+            pod.estimated_ms = estimate(&tat, &pod.annotations)?;
+            pod.labels = map(&tat, tpl, "metadata.labels")?;
+            pod.preemptable = preemptable(&pod.annotations, &pod.labels);
+            let spec = get(tpl, "spec").ok_or_else(|| tat.err("template.spec", "missing"))?;
+            pod_spec(&tat, spec, &mut pod)?;
+            pod.scheduler_name = scheduler.clone();
+            for (k, val) in [
+                ("scheduling.k8s.io/group-name", name.clone()),
+                ("volcano.sh/job-name", name.clone()),
+                ("volcano.sh/task-spec", tname.clone()),
+                ("volcano.sh/task-index", i.to_string()),
+                ("volcano.sh/queue-name", queue.clone()),
+            ] {
+                pod.annotations.insert(k.into(), val);
+            }
+            templates.push(pod);
+        }
+    }
+    if templates.is_empty() {
+        return Err(at.err("spec.tasks", "a Volcano Job needs at least one task with replicas"));
+    }
+    let min_member = int(at, v, "spec.minAvailable")?.map(|m| m as u32).unwrap_or(templates.len() as u32);
+    let mut min_resources = ResourceList::new();
+    for p in templates.iter().take(min_member as usize) {
+        for (k, q) in &p.requests {
+            *min_resources.entry(k.clone()).or_default() += q;
+        }
+    }
+    Ok(Object::PodGroup(PodGroup {
+        namespace,
+        name,
+        queue,
+        min_member,
+        min_task_member,
+        min_resources: Some(min_resources),
+        priority_class: string(at, v, "spec.priorityClassName")?,
+        priority: None,
+        phase: Phase::Pending,
+        created,
+        annotations,
+        condition: None,
+        job_templates: templates,
+    }))
+}
+
+/// Reads and parses files; a missing or unreadable file is an error naming it.
+pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Timed>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        out.extend(parse(&text, &p.display().to_string())?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_volcano_yaml() {
+        let text = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {zone: a}}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: q1}
+spec: {weight: 3, capability: {cpu: "2"}}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: j1, namespace: ns}
+spec:
+  minAvailable: 2
+  queue: q1
+  tasks:
+  - name: worker
+    replicas: 3
+    template:
+      spec:
+        containers:
+        - name: c
+          resources: {requests: {cpu: 500m}}
+"#;
+        let objs = parse(text, "f.yaml").unwrap();
+        assert_eq!(objs.len(), 3);
+        let Object::PodGroup(g) = &objs[2].object else { panic!() };
+        assert_eq!(g.job_templates.len(), 3);
+        assert_eq!(g.min_member, 2);
+        assert_eq!(g.min_resources.as_ref().unwrap()["cpu"], 1000.0);
+        assert_eq!(g.job_templates[1].name, "j1-worker-1");
+        let Object::Queue(q) = &objs[1].object else { panic!() };
+        assert_eq!(q.capability["cpu"], 2000.0);
+    }
+
+    #[test]
+    fn errors_name_file_object_field() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  containers:\n  - resources: {requests: {cpu: lots}}\n";
+        let e = parse(text, "pods.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("pods.yaml: Pod ns/p: resources.requests.cpu: invalid quantity"), "{e}");
+        let e = parse("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "x.yaml").unwrap_err().to_string();
+        assert!(e.contains("x.yaml: Service s: kind \"Service\" of apiVersion \"v1\" is not supported"), "{e}");
+        // A Kubernetes Job is not a Volcano Job: the message names the group.
+        let e = parse("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ns}\n", "j.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kind \"Job\" of apiVersion \"batch/v1\" is not supported"), "{e}");
+        assert!(e.contains("batch.volcano.sh/v1alpha1 Job"), "{e}");
+    }
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(parse_time("1970-01-02T00:00:00Z"), Some(86400));
+        assert_eq!(parse_time("2024-03-01T00:00:00Z"), Some(1709251200));
+    }
+}

@@ -1,0 +1,195 @@
+//! What the loop shares with an admin surface: commands it applies between
+//! two cycles (so a swap never lands mid-cycle), and the state it publishes
+//! after each cycle. The surface itself (HTTP, authentication) lives above.
+
+use crate::scheduler::{Scheduler, Stats};
+use serde::Serialize;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use tephra_dispatch::backend::Backend;
+use tephra_model::cluster::{Cluster, PodPhase};
+use tephra_model::resource::ResourceList;
+use tephra_runtime::WasmPlugin;
+use tephra_session::session::Outcome;
+
+/// A request to change plugin versions.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Make the shadow of this plugin live.
+    Promote(String),
+    /// Put the previous version of this plugin back.
+    Rollback(String),
+}
+
+/// Where the answer to a [`Command`] goes.
+pub type Reply = Sender<Result<String, String>>;
+
+/// A queue's figures after a cycle.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QueueRow {
+    pub name: String,
+    pub allocated: ResourceList,
+    /// From the quota plugin (proportion/capacity), when one is configured.
+    pub deserved: Option<ResourceList>,
+    pub share: Option<f64>,
+    /// PodGroups in the queue.
+    pub jobs: usize,
+}
+
+/// One row of the plugin table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PluginRow {
+    pub name: String,
+    pub version: String,
+    pub hash: String,
+    pub origin: String,
+    /// `live`, `previous` or `shadow`.
+    pub state: &'static str,
+    pub faults: u64,
+    pub last_error: Option<String>,
+}
+
+/// A driver's own figure (a gauge or a counter) for the metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub counter: bool,
+    pub value: f64,
+}
+
+/// The state published after each cycle (or cycle sat out).
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// A cycle has completed.
+    pub ready: bool,
+    pub stats: Stats,
+    pub plugins: Vec<PluginRow>,
+    pub queues: Vec<QueueRow>,
+    pub figures: Vec<Figure>,
+}
+
+/// The loop's end: commands to apply, and where to publish.
+pub struct Control {
+    commands: Receiver<(Command, Reply)>,
+    status: Arc<Mutex<Status>>,
+}
+
+/// The surface's end: send commands, read the published state.
+#[derive(Clone)]
+pub struct Handle {
+    commands: Sender<(Command, Reply)>,
+    status: Arc<Mutex<Status>>,
+}
+
+/// A connected pair.
+pub fn channel_pair() -> (Control, Handle) {
+    let (tx, rx) = channel();
+    let status = Arc::new(Mutex::new(Status::default()));
+    (Control { commands: rx, status: status.clone() }, Handle { commands: tx, status })
+}
+
+impl Handle {
+    /// The latest published state.
+    pub fn status(&self) -> Status {
+        self.status.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Queues a command; the answer arrives on the returned receiver once the
+    /// loop reaches a cycle boundary. `None`: the loop is gone.
+    pub fn send(&self, cmd: Command) -> Option<Receiver<Result<String, String>>> {
+        let (tx, rx) = channel();
+        self.commands.send((cmd, tx)).ok().map(|_| rx)
+    }
+}
+
+impl Control {
+    /// Applies queued commands to the scheduler (between cycles).
+    pub fn apply(&self, sched: &mut Scheduler) {
+        for (cmd, reply) in self.commands.try_iter() {
+            let r = match &cmd {
+                Command::Promote(name) => sched.promote_shadow(name).map(|_| format!("promoted the shadow of {name}")),
+                Command::Rollback(name) => sched.rollback(name).map(|_| format!("rolled {name} back")),
+            };
+            // The table reflects the change before the caller hears back.
+            self.status.lock().unwrap_or_else(|e| e.into_inner()).plugins = plugin_rows(sched);
+            let _ = reply.send(r.map_err(|e| e.to_string()));
+        }
+    }
+
+    /// Publishes the scheduler's state; `ready` once a cycle has completed.
+    pub fn publish(&self, sched: &Scheduler, ready: bool, queues: Vec<QueueRow>, figures: Vec<Figure>) {
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        s.ready |= ready;
+        s.stats = sched.stats.clone();
+        s.plugins = plugin_rows(sched);
+        s.queues = queues;
+        s.figures = figures;
+    }
+}
+
+/// Every version the scheduler holds: live, earlier ones, shadows.
+pub fn plugin_rows(sched: &Scheduler) -> Vec<PluginRow> {
+    let row = |p: &WasmPlugin, state: &'static str| {
+        let name = p.info().name.clone();
+        PluginRow {
+            version: p.info().version.clone(),
+            hash: p.hash().to_string(),
+            origin: p.origin().to_string(),
+            state,
+            faults: sched.stats.plugins.get(&name).map_or(0, |s| s.2),
+            last_error: sched.last_errors.get(&name).cloned(),
+            name,
+        }
+    };
+    let mut rows = Vec::new();
+    for name in sched.library.names() {
+        rows.extend(sched.library.get(name).map(|p| row(p, "live")));
+        rows.extend(sched.library.previous(name).iter().rev().map(|p| row(p, "previous")));
+    }
+    rows.extend(sched.shadows.values().map(|p| row(p, "shadow")));
+    rows
+}
+
+/// Each queue's allocation (the requests of pods holding a node and not
+/// finished), and its deserved share when the outcome's quota plugin said.
+pub fn queue_rows(cluster: &Cluster, outcome: Option<&Outcome>) -> Vec<QueueRow> {
+    use std::collections::HashMap;
+    let qi: HashMap<&str, usize> = cluster.queues.iter().enumerate().map(|(i, q)| (q.name.as_str(), i)).collect();
+    let mut rows: Vec<QueueRow> =
+        cluster.queues.iter().map(|q| QueueRow { name: q.name.clone(), ..Default::default() }).collect();
+    let mut group_queue: HashMap<(&str, &str), usize> = HashMap::new();
+    for g in cluster.podgroups.iter() {
+        if let Some(&q) = qi.get(g.queue.as_str()) {
+            group_queue.insert((g.namespace.as_str(), g.name.as_str()), q);
+            rows[q].jobs += 1;
+        }
+    }
+    for p in cluster.pods.iter() {
+        if p.node.is_none() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
+            continue;
+        }
+        let Some(&q) = p.group.as_deref().and_then(|g| group_queue.get(&(p.namespace.as_str(), g))) else {
+            continue;
+        };
+        for (k, v) in &p.requests {
+            *rows[q].allocated.entry(k.clone()).or_default() += v;
+        }
+    }
+    // The session's queue ids follow the cluster's queue order.
+    if let Some((out, (_, deserved, share))) = outcome.and_then(|o| Some((o, o.queue_status.as_ref()?))) {
+        let dims = &out.dims;
+        for (i, row) in rows.iter_mut().enumerate().filter(|(i, _)| *i < share.len()) {
+            let d = &deserved[i * dims.len()..(i + 1) * dims.len()];
+            row.deserved = Some(
+                dims.iter()
+                    .zip(d)
+                    .filter(|(n, v)| v.is_finite() && n.as_str() != "pods" && **v > 0.0)
+                    .map(|(n, v)| (n.clone(), *v))
+                    .collect(),
+            );
+            row.share = Some(share[i]);
+        }
+    }
+    rows
+}

@@ -1,0 +1,159 @@
+//! The one loop both drivers run: between two cycles it swaps in staged
+//! plugin versions, reloads an edited config and applies admin commands;
+//! then the [`Driver`] brings the long-lived cluster up to date, the
+//! scheduler runs a cycle on it, and the driver applies the outcome.
+
+use crate::control::{queue_rows, Control, Figure, QueueRow};
+use crate::scheduler::Scheduler;
+use crate::shadow::ShadowDiff;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tephra_model::cluster::Cluster;
+use tephra_model::config::SchedulerConfig;
+use tephra_runtime::content_hash;
+use tephra_runtime::watch::Watcher;
+use tephra_session::session::Outcome;
+
+/// One cycle's results, as a driver receives them.
+pub struct Cycle<'a> {
+    pub outcome: &'a Outcome,
+    /// How each shadow would have decided differently.
+    pub shadows: &'a [ShadowDiff],
+}
+
+/// Where cluster changes come from and where decisions go: the simulator
+/// and the Kubernetes driver.
+pub trait Driver {
+    /// What one step did, for the caller.
+    type Report;
+
+    /// Brings `cluster` up to date before a cycle. `Some(now_ms)` runs a
+    /// cycle at that time; `None` sits it out (a standby replica, an API
+    /// server that does not answer).
+    fn prepare(&mut self, cluster: &mut Cluster) -> Option<i64>;
+
+    /// Applies a cycle's decisions to the world and to `cluster` (`None`:
+    /// the cycle was sat out). `notices` are what happened to plugin
+    /// versions and the config since the last step.
+    fn apply(&mut self, cluster: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) -> Self::Report;
+
+    /// Waits until the next cycle is due; `false` ends the loop.
+    fn wait(&mut self, last: &Self::Report) -> bool;
+
+    /// Ready without a completed cycle (a standby replica whose caches are
+    /// synced is ready to take over).
+    fn ready(&self) -> bool {
+        false
+    }
+
+    /// The driver's own figures for the metrics.
+    fn figures(&self) -> Vec<Figure> {
+        Vec::new()
+    }
+}
+
+/// A config file watched for edits.
+struct ConfigFile {
+    path: PathBuf,
+    hash: Option<String>,
+}
+
+/// The scheduler, the cluster it schedules, and the driver that keeps both
+/// in touch with the world.
+pub struct Loop<D: Driver> {
+    pub cluster: Cluster,
+    pub scheduler: Scheduler,
+    pub driver: D,
+    plugins: Option<Watcher>,
+    config: Option<ConfigFile>,
+    control: Option<Control>,
+}
+
+impl<D: Driver> Loop<D> {
+    pub fn new(cluster: Cluster, scheduler: Scheduler, driver: D) -> Self {
+        Loop { cluster, scheduler, driver, plugins: None, config: None, control: None }
+    }
+
+    /// Swaps in new or changed `.wasm` files of `dir` between cycles
+    /// (compiled off the loop, staged on the latest snapshot).
+    pub fn watch_plugins(&mut self, dir: &Path) -> Result<()> {
+        let runtime = self.scheduler.library.runtime.clone();
+        self.plugins = Some(Watcher::spawn(dir, runtime, Duration::from_millis(200))?);
+        Ok(())
+    }
+
+    /// Reloads `path` when its content changes; a bad edit keeps the running config.
+    pub fn watch_config(&mut self, path: &Path) {
+        let hash = std::fs::read(path).ok().map(|b| content_hash(&b));
+        self.config = Some(ConfigFile { path: path.to_path_buf(), hash });
+    }
+
+    /// Takes admin commands and publishes state through `control`.
+    pub fn control(&mut self, control: Control) {
+        self.control = Some(control);
+    }
+
+    /// Everything that lands between two cycles.
+    fn between_cycles(&mut self) {
+        for staged in self.plugins.iter().flat_map(Watcher::ready) {
+            if let Err(e) = staged.plugin.and_then(|p| self.scheduler.swap_compiled(p)) {
+                let why = format!("{e:#}").replace('\n', " ");
+                self.scheduler.notices.push(format!("rejected {}: {why}", staged.origin));
+            }
+        }
+        if let Some(c) = &mut self.config {
+            let hash = std::fs::read(&c.path).ok().map(|b| content_hash(&b));
+            if hash != c.hash {
+                c.hash = hash;
+                match SchedulerConfig::read(&c.path) {
+                    Ok(config) => {
+                        self.scheduler.set_config(config);
+                        self.scheduler.notices.push(format!("reloaded {}", c.path.display()));
+                    }
+                    Err(e) => self.scheduler.notices.push(format!("kept the previous config: {e:#}")),
+                }
+            }
+        }
+        if let Some(c) = &self.control {
+            c.apply(&mut self.scheduler);
+        }
+    }
+
+    /// One step: what lands between cycles, then a cycle (or one sat out).
+    pub fn step(&mut self) -> D::Report {
+        self.between_cycles();
+        let Some(now_ms) = self.driver.prepare(&mut self.cluster) else {
+            let notices = std::mem::take(&mut self.scheduler.notices);
+            let report = self.driver.apply(&mut self.cluster, None, notices);
+            self.publish(false, None);
+            return report;
+        };
+        let outcome = self.scheduler.cycle(&self.cluster, &Default::default(), now_ms);
+        let notices = std::mem::take(&mut self.scheduler.notices);
+        let shadows = std::mem::take(&mut self.scheduler.shadow_diffs);
+        let report =
+            self.driver.apply(&mut self.cluster, Some(Cycle { outcome: &outcome, shadows: &shadows }), notices);
+        self.scheduler.shadow_diffs = shadows;
+        self.publish(true, Some(&outcome));
+        report
+    }
+
+    fn publish(&self, ready: bool, outcome: Option<&Outcome>) {
+        if let Some(c) = &self.control {
+            let queues: Vec<QueueRow> = queue_rows(&self.cluster, outcome);
+            c.publish(&self.scheduler, ready || self.driver.ready(), queues, self.driver.figures());
+        }
+    }
+
+    /// Steps until the driver says stop, handing each report to `each`.
+    pub fn run(&mut self, mut each: impl FnMut(&D::Report)) {
+        loop {
+            let r = self.step();
+            each(&r);
+            if !self.driver.wait(&r) {
+                break;
+            }
+        }
+    }
+}

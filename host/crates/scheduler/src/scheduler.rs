@@ -1,0 +1,321 @@
+//! The scheduling cycle: open a session on the cluster, run the configured
+//! actions, close it. The scheduler owns a [`Library`] of plugin versions and
+//! rebuilds its tiers whenever the library changes, so a swap takes effect
+//! exactly between two cycles.
+
+use crate::shadow::{self, ShadowDiff};
+use anyhow::{anyhow, bail, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tephra_actions as actions;
+use tephra_contract::Snapshot;
+use tephra_dispatch::backend::Backend;
+use tephra_dispatch::policy::Policies;
+use tephra_model::cache::SnapshotCache;
+use tephra_model::cluster::Cluster;
+use tephra_model::config::SchedulerConfig;
+use tephra_runtime::{staging, Library, WasmPlugin};
+use tephra_session::reservation::Reservations;
+use tephra_session::session::{Decision, Names, Outcome, Session, StatusOverrides};
+
+/// Counters of a running scheduler (exported as metrics).
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub cycles: u64,
+    pub last_cycle: Duration,
+    pub cycle_seconds_sum: f64,
+    /// Per action: (runs, seconds).
+    pub actions: BTreeMap<String, (u64, f64)>,
+    /// Per plugin: (calls, seconds, faults).
+    pub plugins: BTreeMap<String, (u64, f64, u64)>,
+    pub binds: u64,
+    pub evictions: u64,
+    pub swaps: u64,
+    pub rollbacks: u64,
+    pub shadow_diffs: u64,
+    /// Per (shadow plugin, kind of decision): decisions it would have changed.
+    pub shadow_diffs_by: BTreeMap<(String, &'static str), u64>,
+}
+
+/// A scheduler: a config, a library of plugin versions, shadows, and a
+/// cycle function.
+pub struct Scheduler {
+    pub config: SchedulerConfig,
+    pub library: Library,
+    policies: Option<Policies>,
+    built_for: u64,
+    pub missing_plugins: Vec<String>,
+    pub seed: u64,
+    /// Shadow versions by plugin name: run beside the live one, never applied.
+    pub shadows: BTreeMap<String, WasmPlugin>,
+    /// The latest session's snapshot, for dry runs of staged plugins.
+    pub last_snapshot: Option<(Snapshot, Arc<Names>)>,
+    /// Faulty cycles in a row per plugin, since its last promotion.
+    pub fault_streak: BTreeMap<String, u32>,
+    /// A promoted version faulting this many cycles in a row is rolled back.
+    pub rollback_after: u32,
+    /// Plugins promoted and not yet through a clean cycle.
+    pub on_probation: Vec<String>,
+    pub stats: Stats,
+    /// The latest fault message per plugin.
+    pub last_errors: BTreeMap<String, String>,
+    /// What happened to plugin versions, for reports (cleared by the caller).
+    pub notices: Vec<String>,
+    /// Reservation targets and locked nodes, carried from cycle to cycle.
+    pub reservations: Reservations,
+    /// The last session, for the next one to start from.
+    pub sessions: SnapshotCache,
+    /// How each shadow's decisions differed from the live ones in the last cycle.
+    pub shadow_diffs: Vec<ShadowDiff>,
+}
+
+impl Scheduler {
+    pub fn new(config: SchedulerConfig, library: &Library) -> Self {
+        let (policies, missing_plugins) = library.policies(&config, None);
+        Scheduler {
+            config,
+            library: library.clone(),
+            built_for: library.generation,
+            policies: Some(policies),
+            missing_plugins,
+            seed: 0x5eed,
+            shadows: BTreeMap::new(),
+            last_snapshot: None,
+            fault_streak: BTreeMap::new(),
+            rollback_after: 3,
+            on_probation: Vec::new(),
+            stats: Stats::default(),
+            last_errors: BTreeMap::new(),
+            notices: Vec::new(),
+            reservations: Reservations::default(),
+            sessions: SnapshotCache::default(),
+            shadow_diffs: Vec::new(),
+        }
+    }
+
+    /// Replaces the config (already validated); takes effect next cycle.
+    pub fn set_config(&mut self, config: SchedulerConfig) {
+        self.config = config;
+        self.built_for = u64::MAX;
+    }
+
+    fn rebuild(&mut self) {
+        if self.built_for != self.library.generation {
+            let (policies, missing) = self.library.policies(&self.config, None);
+            self.policies = Some(policies);
+            self.missing_plugins = missing;
+            self.built_for = self.library.generation;
+        }
+    }
+
+    /// Compiles and validates a new version of a plugin and makes it live
+    /// between this cycle and the next. A version failing validation never
+    /// replaces the running one.
+    pub fn swap(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
+        let compiled = WasmPlugin::load(&self.library.runtime, bytes, origin)?;
+        self.swap_compiled(compiled)
+    }
+
+    /// Like [`Scheduler::swap`] for a component compiled elsewhere (the watcher).
+    pub fn swap_compiled(&mut self, compiled: WasmPlugin) -> Result<String> {
+        let origin = compiled.origin_name();
+        let staged = staging::validate(compiled, self.last_snapshot.as_ref(), &self.config)?;
+        let name = staged.info().name.clone();
+        let hash = staged.hash().to_string();
+        self.library.promote(staged);
+        self.fault_streak.remove(&name);
+        self.on_probation.retain(|n| *n != name);
+        self.on_probation.push(name.clone());
+        self.stats.swaps += 1;
+        self.notices.push(format!("swapped plugin {name} to version {hash} from {origin}"));
+        Ok(name)
+    }
+
+    /// Loads a shadow version of a plugin: it sees every cycle's snapshot,
+    /// its decisions are compared with the live ones and never applied.
+    pub fn set_shadow(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
+        let staged = staging::stage(&self.library.runtime, bytes, origin, self.last_snapshot.as_ref(), &self.config)?;
+        let name = staged.info().name.clone();
+        if !self.config.plugin_names().any(|n| n == name) {
+            bail!("{origin}: plugin {name:?} is not in the scheduler config, so it has nothing to shadow");
+        }
+        self.notices.push(format!("shadow of plugin {name} loaded: version {} from {origin}", staged.hash()));
+        self.shadows.insert(name.clone(), staged);
+        Ok(name)
+    }
+
+    /// Makes a shadow the live version.
+    pub fn promote_shadow(&mut self, name: &str) -> Result<()> {
+        let s = self.shadows.remove(name).ok_or_else(|| anyhow!("plugin {name}: no shadow loaded"))?;
+        let hash = s.hash().to_string();
+        self.library.promote(s);
+        self.on_probation.retain(|n| n != name);
+        self.on_probation.push(name.to_string());
+        self.stats.swaps += 1;
+        self.notices.push(format!("promoted the shadow of plugin {name} (version {hash}) to live"));
+        Ok(())
+    }
+
+    /// Puts the previous version of a plugin back.
+    pub fn rollback(&mut self, name: &str) -> Result<()> {
+        self.library.rollback(name)?;
+        self.fault_streak.remove(name);
+        self.on_probation.retain(|n| n != name);
+        self.stats.rollbacks += 1;
+        let hash = self.library.get(name).map(|p| p.hash().to_string()).unwrap_or_default();
+        self.notices.push(format!("rolled plugin {name} back to version {hash}"));
+        Ok(())
+    }
+
+    /// Runs one cycle over `cluster`.
+    pub fn cycle(&mut self, cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64) -> Outcome {
+        let started = Instant::now();
+        let actions = self.config.actions.clone();
+        let seed = self.next_seed();
+        let mut timings = Vec::new();
+        let outcome = self.run(cluster, overrides, now_ms, seed, |ssn| {
+            for name in &actions {
+                if let Some(action) = actions::by_name(name) {
+                    let t = Instant::now();
+                    action(ssn);
+                    timings.push((name.clone(), t.elapsed().as_secs_f64()));
+                }
+            }
+        });
+        for (name, secs) in timings {
+            let e = self.stats.actions.entry(name).or_default();
+            e.0 += 1;
+            e.1 += secs;
+        }
+        let shadows: Vec<WasmPlugin> = self.shadows.values().cloned().collect();
+        self.shadow_diffs.clear();
+        for shadow in shadows {
+            let diff = self.shadow_cycle(cluster, overrides, now_ms, seed, &shadow, &outcome);
+            self.stats.shadow_diffs += diff.count() as u64;
+            for (kind, n) in diff.by_kind() {
+                *self.stats.shadow_diffs_by.entry((diff.plugin.clone(), kind)).or_default() += n as u64;
+            }
+            self.shadow_diffs.push(diff);
+        }
+        self.watch_faults(&outcome);
+        self.stats.cycles += 1;
+        self.stats.last_cycle = started.elapsed();
+        self.stats.cycle_seconds_sum += self.stats.last_cycle.as_secs_f64();
+        for d in &outcome.decisions {
+            match d {
+                Decision::Bind { .. } => self.stats.binds += 1,
+                Decision::Evict { .. } => self.stats.evictions += 1,
+                Decision::Nominate { .. } => {}
+            }
+        }
+        outcome
+    }
+
+    fn next_seed(&mut self) -> u64 {
+        self.seed = self.seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.seed
+    }
+
+    /// The same cycle with the shadow standing in; its decisions compared.
+    fn shadow_cycle(
+        &mut self,
+        cluster: &Cluster,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        seed: u64,
+        shadow: &WasmPlugin,
+        live: &Outcome,
+    ) -> ShadowDiff {
+        let (policies, _) = self.library.policies(&self.config, Some(shadow));
+        let actions = self.config.actions.clone();
+        let mut ssn = Session::open_with(cluster, policies, overrides, now_ms, seed, &self.reservations);
+        ssn.actions = actions.clone();
+        ssn.action_args = self.config.action_args.clone();
+        ssn.nodes_percentage = self.config.nodes_percentage();
+        for name in &actions {
+            if let Some(action) = actions::by_name(name) {
+                action(&mut ssn);
+            }
+        }
+        let (out, _) = ssn.close();
+        shadow::diff(&shadow.info().name, live, &out)
+    }
+
+    /// Opens a session, lets `f` work on it, closes it.
+    pub fn inspect(
+        &mut self,
+        cluster: &Cluster,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        f: impl FnOnce(&mut Session),
+    ) -> Outcome {
+        let seed = self.next_seed();
+        self.run(cluster, overrides, now_ms, seed, f)
+    }
+
+    fn run(
+        &mut self,
+        cluster: &Cluster,
+        overrides: &StatusOverrides,
+        now_ms: i64,
+        seed: u64,
+        f: impl FnOnce(&mut Session),
+    ) -> Outcome {
+        self.rebuild();
+        let policies = self.policies.take().expect("policies are returned by every session");
+        // Without the reservation actions nothing holds a lock any more.
+        if !self.config.actions.iter().any(|a| a == "elect" || a == "reserve") {
+            self.reservations = Reservations::default();
+        }
+        let mut ssn =
+            Session::open_cached(&mut self.sessions, cluster, policies, overrides, now_ms, seed, &self.reservations);
+        self.last_snapshot = Some((ssn.snap.clone(), ssn.names.clone()));
+        ssn.actions = self.config.actions.clone();
+        ssn.action_args = self.config.action_args.clone();
+        ssn.nodes_percentage = self.config.nodes_percentage();
+        f(&mut ssn);
+        let (outcome, mut policies) = ssn.close_cached(&mut self.sessions);
+        self.reservations = outcome.reservations.clone();
+        for (name, calls, secs) in policies.take_call_stats() {
+            let e = self.stats.plugins.entry(name).or_default();
+            e.0 += calls;
+            e.1 += secs;
+        }
+        self.policies = Some(policies);
+        outcome
+    }
+
+    /// Counts faults per plugin; a newly promoted version that faults
+    /// `rollback_after` cycles in a row is rolled back automatically.
+    fn watch_faults(&mut self, out: &Outcome) {
+        let faulty: Vec<String> = out.faults.iter().map(|f| f.plugin.clone()).collect();
+        for f in &out.faults {
+            self.last_errors.insert(f.plugin.clone(), format!("{}: {}", f.point, f.message));
+        }
+        for name in self.config.plugin_names().map(String::from).collect::<Vec<_>>() {
+            let e = self.stats.plugins.entry(name.clone()).or_default();
+            if faulty.contains(&name) {
+                e.2 += 1;
+                *self.fault_streak.entry(name.clone()).or_default() += 1;
+            } else {
+                self.fault_streak.remove(&name);
+                self.on_probation.retain(|n| *n != name);
+            }
+        }
+        let due: Vec<String> = self
+            .on_probation
+            .iter()
+            .filter(|n| self.fault_streak.get(*n).is_some_and(|&s| s >= self.rollback_after))
+            .cloned()
+            .collect();
+        for name in due {
+            if self.rollback(&name).is_ok() {
+                self.notices.push(format!(
+                    "plugin {name} faulted {} cycles in a row after its promotion; rolled back",
+                    self.rollback_after
+                ));
+            }
+        }
+    }
+}

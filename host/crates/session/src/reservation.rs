@@ -1,0 +1,190 @@
+//! Reservations that outlive a cycle: big jobs elected for reservation
+//! (seed 001) and the nodes locked for them, and the nodes locked for queues
+//! (seed 000). The scheduler keeps them by name between cycles; a session
+//! sees them as one lock per node (`node-locked-job`, `node-locked-queue`),
+//! the `elect` and `reserve` actions change them, and every placement
+//! honours them ([`Session::lock_blocks`]).
+
+use crate::session::Session;
+use std::collections::BTreeMap;
+use tephra_model::resource;
+use tephra_model::snapshot::NONE;
+
+/// The reservations kept between cycles, by object name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reservations {
+    /// Elected big jobs (`namespace/name`), in election order, with their nodes.
+    pub targets: Vec<(String, Vec<String>)>,
+    /// Per queue, its locked nodes and when they were chosen.
+    pub queues: BTreeMap<String, QueueLock>,
+}
+
+/// A queue's reservation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueLock {
+    pub nodes: Vec<String>,
+    /// When the nodes were last chosen (ms).
+    pub relocked_ms: i64,
+    /// The guarantee the nodes were chosen for; a different one relocks at once.
+    pub spec: String,
+    /// Why the policy refused to reserve (no nodes are then locked).
+    pub refused: Option<String>,
+}
+
+/// A queue's `status.reservation`, as written after a cycle.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueReservation {
+    pub queue: String,
+    pub nodes: Vec<String>,
+    /// Σ idle of the locked nodes, a row over the outcome's dims.
+    pub idle: Vec<f64>,
+    pub refused: Option<String>,
+}
+
+/// The session's view of the reservations, by id.
+#[derive(Clone, Debug, Default)]
+pub struct Locks {
+    /// Per queue: (last relock ms, guarantee fingerprint, refusal); `None`: no lock.
+    pub queue_state: Vec<Option<(i64, String, Option<String>)>>,
+}
+
+impl Session {
+    /// Loads `r` into the snapshot's lock columns (before the plugins open).
+    /// Names that no longer exist are dropped: a deleted target or node
+    /// releases its lock.
+    pub(crate) fn restore_locks(&mut self, r: &Reservations) {
+        let n = self.nodes();
+        self.snap.node_locked_job = vec![NONE; n];
+        self.snap.node_locked_queue = vec![NONE; n];
+        self.locks.queue_state = vec![None; self.queues()];
+        // Indexing every job's name costs milliseconds at 10k jobs: only
+        // when some job holds a reservation.
+        let job_index: BTreeMap<&str, u32> = match r.targets.is_empty() {
+            true => BTreeMap::new(),
+            false => self.names.jobs.iter().enumerate().map(|(i, s)| (s.as_str(), i as u32)).collect(),
+        };
+        for (job, nodes) in &r.targets {
+            let Some(&j) = job_index.get(job.as_str()) else { continue };
+            self.snap.reservation_targets.push(j);
+            for node in nodes {
+                if let Some(&i) = self.node_index.get(node) {
+                    self.snap.node_locked_job[i as usize] = j;
+                }
+            }
+        }
+        for (queue, lock) in &r.queues {
+            let Some(&q) = self.queue_index.get(queue) else { continue };
+            self.locks.queue_state[q as usize] = Some((lock.relocked_ms, lock.spec.clone(), lock.refused.clone()));
+            for node in &lock.nodes {
+                if let Some(&i) = self.node_index.get(node) {
+                    if self.snap.node_locked_job[i as usize] == NONE {
+                        self.snap.node_locked_queue[i as usize] = q;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The reservations to keep for the next cycle.
+    pub(crate) fn save_locks(&self) -> Reservations {
+        let mut r = Reservations::default();
+        for &j in &self.snap.reservation_targets {
+            r.targets
+                .push((self.names.jobs[j as usize].clone(), self.locked_nodes(|n| self.snap.node_locked_job[n] == j)));
+        }
+        for (q, state) in self.locks.queue_state.iter().enumerate() {
+            let Some((relocked_ms, spec, refused)) = state else { continue };
+            let nodes = self.locked_nodes(|n| self.snap.node_locked_queue[n] == q as u32);
+            let lock = QueueLock { nodes, relocked_ms: *relocked_ms, spec: spec.clone(), refused: refused.clone() };
+            r.queues.insert(self.names.queues[q].clone(), lock);
+        }
+        r
+    }
+
+    /// Every queue's reservation status.
+    pub(crate) fn reservation_status(&self) -> Vec<QueueReservation> {
+        let mut out = Vec::new();
+        for (q, state) in self.locks.queue_state.iter().enumerate() {
+            let Some((_, _, refused)) = state else { continue };
+            let locked: Vec<usize> =
+                (0..self.nodes()).filter(|&n| self.snap.node_locked_queue[n] == q as u32).collect();
+            let mut idle = vec![0.0; self.d];
+            for &n in &locked {
+                resource::add_scaled(&mut idle, &self.idle(n as u32), 1.0);
+            }
+            out.push(QueueReservation {
+                queue: self.names.queues[q].clone(),
+                nodes: locked.iter().map(|&n| self.names.nodes[n].clone()).collect(),
+                idle,
+                refused: refused.clone(),
+            });
+        }
+        out
+    }
+
+    fn locked_nodes(&self, f: impl Fn(usize) -> bool) -> Vec<String> {
+        (0..self.nodes()).filter(|&n| f(n)).map(|n| self.names.nodes[n].clone()).collect()
+    }
+
+    /// Whether a reservation keeps `task` off `node`: the node is locked
+    /// for another job, or for a queue that is not the task's (or an
+    /// ancestor of it).
+    pub fn lock_blocks(&self, task: u32, node: u32) -> bool {
+        let j = self.task_job(task);
+        let (lj, lq) = (self.snap.node_locked_job[node as usize], self.snap.node_locked_queue[node as usize]);
+        (lj != NONE && lj != j) || (lq != NONE && !self.queue_within(self.job_queue(j), lq))
+    }
+
+    /// Who holds `node`, for fit errors.
+    pub fn lock_reason(&self, node: u32) -> String {
+        let (lj, lq) = (self.snap.node_locked_job[node as usize], self.snap.node_locked_queue[node as usize]);
+        if lj != NONE {
+            format!("node reserved for job {}", self.names.jobs[lj as usize])
+        } else {
+            format!("node reserved for queue {}", self.names.queues[lq as usize])
+        }
+    }
+
+    /// Whether queue `q` is `ancestor` or one of its descendants.
+    pub fn queue_within(&self, mut q: u32, ancestor: u32) -> bool {
+        for _ in 0..=self.queues() {
+            if q == ancestor {
+                return true;
+            }
+            if q == NONE {
+                return false;
+            }
+            q = self.snap.queue_parent[q as usize];
+        }
+        false
+    }
+
+    /// Locks `nodes` for job `j` (its previous nodes are released first).
+    pub fn lock_for_job(&mut self, j: u32, nodes: &[u32]) {
+        relock(&mut self.snap.node_locked_job, &self.snap.node_locked_queue, j, nodes);
+    }
+
+    /// Locks `nodes` for queue `q` (its previous nodes are released first).
+    pub fn lock_for_queue(&mut self, q: u32, nodes: &[u32]) {
+        relock(&mut self.snap.node_locked_queue, &self.snap.node_locked_job, q, nodes);
+    }
+
+    /// Ends the reservation of target `j`.
+    pub fn release_target(&mut self, j: u32) {
+        self.lock_for_job(j, &[]);
+        self.snap.reservation_targets.retain(|&t| t != j);
+    }
+}
+
+/// Gives `owner` exactly `nodes` in the lock column `mine`, skipping nodes
+/// the other kind of lock (`theirs`) already holds: a node has one owner.
+fn relock(mine: &mut [u32], theirs: &[u32], owner: u32, nodes: &[u32]) {
+    for l in mine.iter_mut().filter(|l| **l == owner) {
+        *l = NONE;
+    }
+    for &n in nodes {
+        if theirs[n as usize] == NONE {
+            mine[n as usize] = owner;
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The simulator: manifests replayed through scheduling cycles with a
+//! minimal kubelet, Volcano's job and podgroup controllers and timed
+//! arrivals ([`simulate`]), reported per cycle ([`report`]).
+
+pub mod report;
+pub mod simulate;
+
+pub use simulate::{Options, Simulation};

@@ -1,0 +1,227 @@
+//! What a simulated cycle shows a user, as text or JSON.
+
+use serde::Serialize;
+use std::fmt::Write;
+use tephra_model::resource::{display, ResourceList};
+
+pub use tephra_scheduler::control::QueueRow;
+
+/// Everything that happened in one cycle.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CycleReport {
+    pub cycle: usize,
+    /// Simulated seconds since the start.
+    pub time: f64,
+    pub arrivals: Vec<String>,
+    pub started: Vec<String>,
+    pub completed: Vec<String>,
+    pub restarted: Vec<String>,
+    pub admitted: Vec<String>,
+    /// (pod, node)
+    pub binds: Vec<(String, String)>,
+    /// (pod, node, reason)
+    pub evictions: Vec<(String, String, String)>,
+    /// (pod, node): reserved this cycle, not bound.
+    pub pipelined: Vec<(String, String)>,
+    /// (podgroup, new phase)
+    pub phases: Vec<(String, String)>,
+    pub queues: Vec<QueueRow>,
+    pub quota_plugin: Option<String>,
+    /// (pod or job, why it is still waiting)
+    pub pending: Vec<(String, String)>,
+    /// Plugin faults (the cycle went on without the plugin).
+    pub faults: Vec<String>,
+    /// Plugin versions swapped, rolled back, rejected; config reloads.
+    pub notices: Vec<String>,
+    /// What each shadow plugin would have decided differently.
+    pub shadow: Vec<tephra_scheduler::ShadowDiff>,
+    /// Big jobs holding a reservation: (job, locked nodes).
+    pub targets: Vec<(String, Vec<String>)>,
+    /// Every reserving queue's `status.reservation`.
+    pub reservations: Vec<ReservationRow>,
+}
+
+/// A queue's `status.reservation`: its locked nodes and their idle total.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReservationRow {
+    pub queue: String,
+    pub nodes: Vec<String>,
+    pub idle: ResourceList,
+    /// Why the policy refused to reserve.
+    pub refused: Option<String>,
+}
+
+impl CycleReport {
+    /// Nothing was decided or changed.
+    pub fn is_quiet(&self) -> bool {
+        self.arrivals.is_empty()
+            && self.started.is_empty()
+            && self.completed.is_empty()
+            && self.restarted.is_empty()
+            && self.admitted.is_empty()
+            && self.binds.is_empty()
+            && self.evictions.is_empty()
+            && self.phases.is_empty()
+    }
+
+    /// Human-readable lines; the queue table only when it differs from `prev`.
+    pub fn text(&self, prev: Option<&CycleReport>) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "── cycle {} (t={}s) ──", self.cycle, self.time);
+        let mut line = |tag: &str, what: String| {
+            let _ = writeln!(s, "  {tag:<10} {what}");
+        };
+        for a in &self.arrivals {
+            line("arrived", a.clone());
+        }
+        for p in &self.completed {
+            line("completed", p.clone());
+        }
+        for p in &self.restarted {
+            line("restarted", format!("{p} (recreated by its job)"));
+        }
+        for p in &self.started {
+            line("running", p.clone());
+        }
+        for j in &self.admitted {
+            line("admitted", j.clone());
+        }
+        for (p, n) in &self.binds {
+            line("bind", format!("{p} → {n}"));
+        }
+        for (p, n) in &self.pipelined {
+            line("pipelined", format!("{p} → {n} (waits for resources being freed)"));
+        }
+        for (p, n, why) in &self.evictions {
+            line("evict", format!("{p} on {n}: {why}"));
+        }
+        for (g, ph) in &self.phases {
+            line("phase", format!("{g} → {ph}"));
+        }
+        for f in &self.faults {
+            line("FAULT", f.clone());
+        }
+        for n in &self.notices {
+            line("plugins", n.clone());
+        }
+        for d in &self.shadow {
+            if d.count() == 0 {
+                line("shadow", format!("{}: same decisions", d.plugin));
+            }
+            for b in &d.binds_shadow_only {
+                line("shadow", format!("{} would bind {b}", d.plugin));
+            }
+            for b in &d.binds_live_only {
+                line("shadow", format!("{} would not bind {b}", d.plugin));
+            }
+            for e in &d.evictions_shadow_only {
+                line("shadow", format!("{} would evict {e}", d.plugin));
+            }
+            for e in &d.evictions_live_only {
+                line("shadow", format!("{} would not evict {e}", d.plugin));
+            }
+            for p in &d.phases {
+                line("shadow", format!("{} would change phase of {p} (live vs shadow)", d.plugin));
+            }
+        }
+        let same = prev.is_some_and(|p| format!("{:?}", p.queues) == format!("{:?}", self.queues));
+        if !self.queues.is_empty() && !same {
+            let _ = writeln!(
+                s,
+                "  queues{}:",
+                self.quota_plugin.as_ref().map(|p| format!(" (deserved by {p})")).unwrap_or_default()
+            );
+            for q in self.queues.iter().filter(|q| q.jobs > 0) {
+                let alloc = fmt_list(&q.allocated);
+                let des = q.deserved.as_ref().map(|d| format!("  deserved {}", fmt_list(d))).unwrap_or_default();
+                let share = q.share.map(|x| format!("  share {x:.2}")).unwrap_or_default();
+                let _ = writeln!(s, "    {:<12} allocated {alloc}{des}{share}", q.name);
+            }
+        }
+        let same = prev.is_some_and(|p| p.targets == self.targets && p.reservations == self.reservations);
+        if !same {
+            for (j, nodes) in &self.targets {
+                let _ = writeln!(s, "  reserved   job {j}: {}", list_or_none(nodes));
+            }
+            for r in &self.reservations {
+                let what = match &r.refused {
+                    Some(why) => format!("refused: {why}"),
+                    None => format!("{} (idle {})", list_or_none(&r.nodes), fmt_list(&r.idle)),
+                };
+                let _ = writeln!(s, "  reserved   queue {}: {what}", r.queue);
+            }
+        }
+        for (p, why) in &self.pending {
+            let _ = writeln!(s, "  waiting    {p}: {why}");
+        }
+        s
+    }
+}
+
+/// A job's wait: from arrival (t=0 for jobs present at the start) until it
+/// first ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wait {
+    pub job: String,
+    pub arrived: f64,
+    pub running: Option<f64>,
+}
+
+/// Every job that arrived or started during the run, in arrival order.
+pub fn waits(reports: &[CycleReport]) -> Vec<Wait> {
+    let mut out: Vec<Wait> = Vec::new();
+    for r in reports {
+        for a in &r.arrivals {
+            // A plain pod's PodGroup is made by the podgroup controller.
+            let job = match (a.strip_prefix("podgroup "), a.strip_prefix("pod ").and_then(|p| p.split_once('/'))) {
+                (Some(g), _) => g.to_string(),
+                (None, Some((ns, pod))) => format!("{ns}/podgroup-{pod}"),
+                _ => continue,
+            };
+            out.push(Wait { job, arrived: r.time, running: None });
+        }
+        for (g, _) in r.phases.iter().filter(|(_, ph)| ph == "Running") {
+            match out.iter_mut().find(|w| w.job == *g) {
+                Some(w) if w.running.is_none() => w.running = Some(r.time),
+                Some(_) => {}
+                None => out.push(Wait { job: g.clone(), arrived: 0.0, running: Some(r.time) }),
+            }
+        }
+    }
+    out
+}
+
+/// The waits as text lines, one per job.
+pub fn waits_text(reports: &[CycleReport]) -> String {
+    let end = reports.last().map_or(0.0, |r| r.time);
+    let mut s = String::from(
+        "waits (arrival → first running):
+",
+    );
+    for w in waits(reports) {
+        let _ = match w.running {
+            Some(t) => writeln!(s, "  {:<24} {}s (t={}s → t={t}s)", w.job, t - w.arrived, w.arrived),
+            None => writeln!(s, "  {:<24} still waiting at t={end}s (arrived t={}s)", w.job, w.arrived),
+        };
+    }
+    s
+}
+
+fn list_or_none(l: &[String]) -> String {
+    if l.is_empty() {
+        "no nodes".into()
+    } else {
+        l.join(", ")
+    }
+}
+
+/// `cpu 2, memory 4Gi` (pods left out).
+pub fn fmt_list(l: &ResourceList) -> String {
+    let parts: Vec<String> =
+        l.iter().filter(|(k, _)| k.as_str() != "pods").map(|(k, v)| format!("{k} {}", display(k, *v))).collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}

@@ -1,0 +1,419 @@
+//! The simulator: replays manifests through scheduling cycles with a minimal
+//! kubelet (bound pods start, `tephra.io/duration` pods complete), Volcano's
+//! job and podgroup controllers (pods of admitted Jobs are created; plain
+//! pods get a PodGroup), and arrivals delayed by `tephra.io/arrive-at`.
+//! [`Sim`] is the loop's driver; [`Simulation`] is the loop over it.
+
+use crate::report::{CycleReport, ReservationRow};
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
+use tephra_contract::JobPhase;
+use tephra_model::cluster::*;
+use tephra_model::manifest::{Object, Timed, DURATION};
+use tephra_scheduler::control::queue_rows;
+use tephra_scheduler::run::{Cycle, Driver, Loop};
+use tephra_scheduler::Scheduler;
+use tephra_session::session::{Decision, Outcome};
+
+/// Scheduler names whose pods tephra schedules.
+pub const SCHEDULER_NAMES: [&str; 2] = ["volcano", "tephra"];
+
+/// Simulation settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub max_cycles: usize,
+    /// Simulated seconds per cycle (Volcano's schedule period).
+    pub period: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { max_cycles: 50, period: 1.0 }
+    }
+}
+
+/// The simulated world: a clock, objects still to arrive, a kubelet and
+/// Volcano's controllers.
+pub struct Sim {
+    future: Vec<Timed>,
+    pub time: f64,
+    pub cycle: usize,
+    started: HashMap<String, f64>,
+    options: Options,
+    /// The report of the cycle under way.
+    report: CycleReport,
+    /// Whether nothing could change any more after the last cycle.
+    settled: bool,
+    /// Stop once settled (a batch run); a live run goes on to `max_cycles`.
+    pub stop_when_settled: bool,
+    /// Sleep the period between cycles.
+    pub realtime: bool,
+}
+
+/// A running simulation: the loop over a [`Sim`].
+pub struct Simulation(pub Loop<Sim>);
+
+impl Deref for Simulation {
+    type Target = Loop<Sim>;
+    fn deref(&self) -> &Loop<Sim> {
+        &self.0
+    }
+}
+
+impl DerefMut for Simulation {
+    fn deref_mut(&mut self) -> &mut Loop<Sim> {
+        &mut self.0
+    }
+}
+
+impl Simulation {
+    /// A simulation of manifests (with `root` and `default` queues created
+    /// as Volcano's scheduler does).
+    pub fn new(objects: Vec<Timed>, scheduler: Scheduler, options: Options) -> Self {
+        let mut cluster = Cluster::default();
+        cluster.ensure_default_queues();
+        let mut sim = Self::from_cluster(cluster, scheduler, options);
+        sim.0.driver.future = objects;
+        let (sim_driver, cluster) = (&mut sim.0.driver, &mut sim.0.cluster);
+        sim_driver.arrive(cluster, &mut Vec::new());
+        sim
+    }
+
+    /// A simulation continuing from a given cluster state.
+    pub fn from_cluster(cluster: Cluster, scheduler: Scheduler, options: Options) -> Self {
+        let sim = Sim {
+            future: Vec::new(),
+            time: 0.0,
+            cycle: 0,
+            started: HashMap::new(),
+            options,
+            report: CycleReport::default(),
+            settled: false,
+            stop_when_settled: true,
+            realtime: false,
+        };
+        Simulation(Loop::new(cluster, scheduler, sim))
+    }
+
+    /// Cycles run so far.
+    pub fn cycle(&self) -> usize {
+        self.driver.cycle
+    }
+
+    /// Runs until settled or `max_cycles`.
+    pub fn run(&mut self) -> Vec<CycleReport> {
+        let mut reports = Vec::new();
+        if self.driver.cycle >= self.driver.options.max_cycles {
+            return reports;
+        }
+        self.0.run(|r| reports.push(r.clone()));
+        reports
+    }
+
+    /// Whether anything can still change without new input.
+    pub fn settled(&self, last: &CycleReport) -> bool {
+        self.driver.settled_now(&self.cluster, last)
+    }
+
+    /// Whether the run ended settled (rather than at the cycle limit).
+    pub fn settled_after(&self, last: Option<&CycleReport>) -> bool {
+        last.is_some_and(|r| self.settled(r))
+    }
+
+    /// Applies a session run elsewhere (on this cluster) as this simulation's
+    /// first cycle.
+    pub fn apply_outcome(&mut self, out: Outcome) -> CycleReport {
+        let Loop { cluster, driver, .. } = &mut self.0;
+        driver.cycle += 1;
+        driver.report = CycleReport { cycle: driver.cycle, time: driver.time, ..Default::default() };
+        driver.apply_decisions(cluster, &out);
+        driver.time += driver.options.period;
+        std::mem::take(&mut driver.report)
+    }
+}
+
+impl Sim {
+    /// Adds objects whose arrival time has come; returns their names.
+    fn arrive(&mut self, c: &mut Cluster, names: &mut Vec<String>) {
+        let now = self.time;
+        let (due, later): (Vec<Timed>, Vec<Timed>) =
+            std::mem::take(&mut self.future).into_iter().partition(|t| t.at <= now + 1e-9);
+        self.future = later;
+        for t in due {
+            match t.object {
+                Object::Node(n) => {
+                    names.push(format!("node {}", n.name));
+                    c.nodes.retain(|x| x.name != n.name);
+                    c.nodes.push(n);
+                }
+                Object::Queue(q) => {
+                    names.push(format!("queue {}", q.name));
+                    c.queues.retain(|x| x.name != q.name);
+                    c.queues.push(q);
+                }
+                Object::PodGroup(g) => {
+                    names.push(format!("podgroup {}", g.key()));
+                    c.podgroups.retain(|x| x.key() != g.key());
+                    c.podgroups.push(g);
+                }
+                Object::Pod(p) => {
+                    names.push(format!("pod {}", p.key()));
+                    c.pods.retain(|x| x.key() != p.key());
+                    c.pods.push(p);
+                }
+                Object::PriorityClass(n, p) => {
+                    c.priority_classes.insert(n, p);
+                }
+                Object::Config(_) => {}
+            }
+        }
+    }
+
+    /// Volcano's controllers: pods for admitted Jobs, PodGroups for plain pods.
+    fn controllers(c: &mut Cluster) {
+        let mut created = Vec::new();
+        for g in c.podgroups.iter().filter(|g| g.phase != Phase::Pending && !g.job_templates.is_empty()) {
+            for tpl in &g.job_templates {
+                if !c.pods.iter().any(|p| p.namespace == tpl.namespace && p.name == tpl.name) {
+                    created.push(tpl.clone());
+                }
+            }
+        }
+        if !created.is_empty() {
+            c.pods.extend(created);
+        }
+        let mut groups = Vec::new();
+        let orphan = |p: &Pod| p.group.is_none() && SCHEDULER_NAMES.contains(&p.scheduler_name.as_str());
+        // Mutable access counts as a whole change of the pods: only when needed.
+        let orphans: Vec<usize> = (0..c.pods.len()).filter(|&i| orphan(&c.pods[i])).collect();
+        for i in orphans {
+            let p = &mut c.pods[i];
+            let name = format!("podgroup-{}", p.name);
+            p.group = Some(name.clone());
+            groups.push(PodGroup {
+                namespace: p.namespace.clone(),
+                name,
+                queue: p
+                    .annotations
+                    .get("scheduling.volcano.sh/queue-name")
+                    .cloned()
+                    .unwrap_or_else(|| "default".into()),
+                min_member: 1,
+                min_resources: Some(p.requests.clone()),
+                priority_class: p.priority_class.clone(),
+                created: p.created,
+                ..Default::default()
+            });
+        }
+        if !groups.is_empty() {
+            c.podgroups.extend(groups);
+        }
+        // Admission resolves pod priority from its class, as the API server does.
+        for i in 0..c.pods.len() {
+            if c.pods[i].priority.is_none() {
+                if let Some(v) =
+                    c.pods[i].priority_class.as_deref().and_then(|n| c.priority_classes.get(n)).map(|p| p.value)
+                {
+                    c.pods[i].priority = Some(v);
+                }
+            }
+        }
+    }
+
+    /// The kubelet: bound pods start, timed pods finish, evicted pods go.
+    fn kubelet(&mut self, c: &mut Cluster) {
+        let (r, started) = (&mut self.report, &mut self.started);
+        let now = self.time;
+        let mut gone = Vec::new();
+        for i in 0..c.pods.len() {
+            let p = &c.pods[i];
+            if p.deleting {
+                gone.push(p.key());
+                continue;
+            }
+            if p.node.is_some() && p.phase == PodPhase::Pending {
+                started.insert(p.key(), now);
+                r.started.push(p.key());
+                let p = c.pods.status_mut(i);
+                *p.phase = PodPhase::Running;
+                *p.started = Some((now * 1000.0) as i64);
+            } else if p.phase == PodPhase::Running {
+                let dur = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok());
+                let start = *started.entry(p.key()).or_insert(now);
+                if dur.is_some_and(|d| now - start >= d - 1e-9) {
+                    r.completed.push(p.key());
+                    *c.pods.status_mut(i).phase = PodPhase::Succeeded;
+                }
+            }
+        }
+        if gone.is_empty() {
+            return;
+        }
+        // Evicted pods of a Volcano Job come back as pending pods (the job
+        // controller restarts them); others are simply deleted.
+        let templates: HashMap<String, &Pod> =
+            c.podgroups.iter().flat_map(|g| g.job_templates.iter().map(|t| (t.key(), t))).collect();
+        let mut fresh = Vec::new();
+        for key in &gone {
+            if let Some(t) = templates.get(key) {
+                fresh.push(Pod {
+                    node: None,
+                    nominated_node: None,
+                    phase: PodPhase::Pending,
+                    deleting: false,
+                    started: None,
+                    ..(*t).clone()
+                });
+                r.restarted.push(key.clone());
+            }
+        }
+        let gone: std::collections::HashSet<String> = gone.into_iter().collect();
+        c.pods.retain(|p| !gone.contains(&p.key()));
+        c.pods.extend(fresh);
+    }
+
+    /// Applies a session's decisions and updates PodGroup phases.
+    fn apply_decisions(&mut self, c: &mut Cluster, out: &Outcome) {
+        let r = &mut self.report;
+        let names = &out.names;
+        for d in &out.decisions {
+            match d {
+                Decision::Bind { task, node } => {
+                    let pod = c.pods.status_mut(out.extra.task_pod[*task as usize]);
+                    *pod.node = Some(names.nodes[*node as usize].clone());
+                    *pod.nominated_node = None;
+                    r.binds.push((names.tasks[*task as usize].clone(), names.nodes[*node as usize].clone()));
+                }
+                Decision::Nominate { task, node } => {
+                    let pod = c.pods.status_mut(out.extra.task_pod[*task as usize]);
+                    *pod.nominated_node = Some(names.nodes[*node as usize].clone());
+                }
+                Decision::Evict { task, reason } => {
+                    let pod = c.pods.status_mut(out.extra.task_pod[*task as usize]);
+                    *pod.deleting = true;
+                    r.evictions.push((
+                        names.tasks[*task as usize].clone(),
+                        pod.node.clone().unwrap_or_default(),
+                        reason.clone(),
+                    ));
+                }
+            }
+        }
+        for &(t, n) in &out.pipelined {
+            r.pipelined.push((names.tasks[t as usize].clone(), names.nodes[n as usize].clone()));
+        }
+        for (j, &pg) in out.extra.job_pg.iter().enumerate() {
+            let phase = out.job_phase[j];
+            let admitted = c.podgroups[pg].phase == Phase::Pending && phase == JobPhase::Inqueue;
+            if admitted {
+                r.admitted.push(c.podgroups[pg].key());
+            }
+            if out.conditions[j].is_none() && !admitted {
+                continue;
+            }
+            let g = c.podgroups.status_mut(pg);
+            if out.conditions[j].is_some() {
+                *g.condition = out.conditions[j].clone();
+            }
+            if admitted {
+                *g.phase = Phase::Inqueue;
+            }
+        }
+        let members = c.pods_by_group();
+        let mut changed = Vec::new();
+        for (gi, g) in c.podgroups.iter().enumerate() {
+            let pods = members.get(&(g.namespace.as_str(), g.name.as_str())).map(Vec::as_slice).unwrap_or_default();
+            let pods: Vec<&Pod> = pods.iter().map(|&i| &c.pods[i]).collect();
+            let new = podgroup_phase(g, g.phase, &pods);
+            if new != g.phase {
+                r.phases.push((g.key(), format!("{new:?}")));
+                changed.push((gi, new));
+            }
+        }
+        drop(members);
+        for (gi, new) in changed {
+            *c.podgroups.status_mut(gi).phase = new;
+        }
+    }
+
+    /// Whether anything can still change without new input.
+    fn settled_now(&self, c: &Cluster, last: &CycleReport) -> bool {
+        self.future.is_empty()
+            && last.is_quiet()
+            && !c.pods.iter().any(|p| {
+                (p.phase == PodPhase::Running && p.annotations.contains_key(DURATION))
+                    || p.deleting
+                    || (p.node.is_some() && p.phase == PodPhase::Pending)
+            })
+    }
+}
+
+impl Driver for Sim {
+    type Report = CycleReport;
+
+    fn prepare(&mut self, c: &mut Cluster) -> Option<i64> {
+        self.cycle += 1;
+        self.report = CycleReport { cycle: self.cycle, time: self.time, ..Default::default() };
+        let mut arrivals = Vec::new();
+        self.arrive(c, &mut arrivals);
+        self.report.arrivals = arrivals;
+        self.kubelet(c);
+        Self::controllers(c);
+        Some((self.time * 1000.0) as i64)
+    }
+
+    fn apply(&mut self, c: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) -> CycleReport {
+        if let Some(Cycle { outcome: out, shadows }) = cycle {
+            self.apply_decisions(c, out);
+            let r = &mut self.report;
+            r.queues = queue_rows(c, Some(out));
+            r.quota_plugin = out.queue_status.as_ref().map(|s| s.0.clone());
+            for (t, fe) in &out.fit_errors {
+                let pod = &c.pods[out.extra.task_pod[*t as usize]];
+                let pipelined = out.pipelined.iter().any(|(p, _)| p == t);
+                if pod.node.is_none() && !pipelined {
+                    r.pending.push((pod.key(), fe.summary()));
+                }
+            }
+            let members = c.pods_by_group();
+            for (j, reason) in &out.job_reasons {
+                let g = &c.podgroups[out.extra.job_pg[*j as usize]];
+                let no_pods = !members.contains_key(&(g.namespace.as_str(), g.name.as_str()));
+                let reason = if no_pods && !g.job_templates.is_empty() && g.phase != Phase::Pending {
+                    "admitted; its job controller creates the pods next cycle".to_string()
+                } else {
+                    reason.clone()
+                };
+                r.pending.push((out.names.jobs[*j as usize].clone(), reason));
+            }
+            r.pending.sort();
+            r.faults = out.faults.iter().map(|f| format!("{} {}: {}", f.plugin, f.point, f.message)).collect();
+            r.shadow = shadows.to_vec();
+            r.targets = out.reservations.targets.clone();
+            r.reservations = out
+                .reservation_status
+                .iter()
+                .map(|q| ReservationRow {
+                    queue: q.queue.clone(),
+                    nodes: q.nodes.clone(),
+                    idle: out.dims.iter().cloned().zip(q.idle.iter().copied()).filter(|(_, v)| *v > 0.0).collect(),
+                    refused: q.refused.clone(),
+                })
+                .collect();
+        }
+        self.report.notices = notices;
+        self.time += self.options.period;
+        let report = std::mem::take(&mut self.report);
+        self.settled = self.settled_now(c, &report);
+        report
+    }
+
+    fn wait(&mut self, _last: &CycleReport) -> bool {
+        let more = self.cycle < self.options.max_cycles && !(self.stop_when_settled && self.settled);
+        if more && self.realtime {
+            std::thread::sleep(Duration::from_secs_f64(self.options.period));
+        }
+        more
+    }
+}
