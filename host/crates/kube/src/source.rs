@@ -218,8 +218,9 @@ pub struct PodMeta {
     rv: String,
     /// `spec.schedulerName` is ours.
     pub ours: bool,
-    /// The pod's `PodScheduled` condition.
-    pub scheduled: Option<PodCondition>,
+    /// The pod's `PodScheduled` condition (boxed: most pods have none, or
+    /// have it only while they wait).
+    pub scheduled: Option<Box<PodCondition>>,
     /// What the API server last said of its node and deletion (an assumed
     /// bind or eviction covers them until the watch shows it).
     api_node: Option<String>,
@@ -283,15 +284,15 @@ pub struct Store {
     queued: HashSet<String>,
 }
 
-/// A JSON → YAML → model reading of an API object.
+/// Reads an API object as the manifest reader reads its YAML (typed object
+/// → YAML value → model, with no JSON text between).
 fn to_model<K: Serialize>(obj: &K, dynamic_kind: Option<&str>) -> Result<Object, String> {
-    let mut json = serde_json::to_value(obj).map_err(|e| e.to_string())?;
-    if let (Some(kind), Some(m)) = (dynamic_kind, json.as_object_mut()) {
+    let mut yaml = serde_yaml::to_value(obj).map_err(|e| e.to_string())?;
+    if let (Some(kind), Some(m)) = (dynamic_kind, yaml.as_mapping_mut()) {
         // List items of dynamic objects may lack them.
         m.insert("apiVersion".into(), VOLCANO_API.into());
         m.insert("kind".into(), kind.into());
     }
-    let yaml = serde_yaml::to_value(json).map_err(|e| e.to_string())?;
     manifest::from_value(&yaml, "apiserver").map_err(|e| format!("{e:#}"))
 }
 
@@ -559,8 +560,11 @@ impl Store {
         let Some(Object::Pod(mut pod)) = self.read(o, "Pod", false) else {
             return self.pod_deleted(c, &key);
         };
-        let scheduled =
-            o.status.as_ref().and_then(|s| s.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled").cloned());
+        let scheduled = o
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled").cloned())
+            .map(Box::new);
         let meta = PodMeta { uid, rv, ours, scheduled, api_node: pod.node.clone(), api_deleting: pod.deleting };
         if !ours {
             // Others' pods only take room on their nodes; they are never tasks.
