@@ -96,21 +96,25 @@ pub fn display(name: &str, v: f64) -> String {
 }
 
 /// `l ≤ r` in every dimension, with tolerance.
+#[inline]
 pub fn less_equal(l: &[f64], r: &[f64]) -> bool {
     l.iter().zip(r).all(|(a, b)| a < b || (a - b).abs() < EPSILON)
 }
 
 /// First dimension where `l > r` (beyond tolerance).
+#[inline]
 pub fn first_exceeding(l: &[f64], r: &[f64]) -> Option<usize> {
     l.iter().zip(r).position(|(a, b)| !(a < b || (a - b).abs() < EPSILON))
 }
 
 /// True when every dimension but `pods` is below [`EPSILON`].
+#[inline]
 pub fn is_empty(v: &[f64]) -> bool {
     v.iter().enumerate().all(|(d, x)| d == PODS || *x < EPSILON)
 }
 
 /// `a += sign · b`.
+#[inline]
 pub fn add_scaled(a: &mut [f64], b: &[f64], sign: f64) {
     a.iter_mut().zip(b).for_each(|(x, y)| *x += sign * y);
 }

@@ -129,6 +129,7 @@ impl Session {
     /// Whether a reservation keeps `task` off `node`: the node is locked
     /// for another job, or for a queue that is not the task's (or an
     /// ancestor of it).
+    #[inline]
     pub fn lock_blocks(&self, task: u32, node: u32) -> bool {
         let j = self.task_job(task);
         let (lj, lq) = (self.snap.node_locked_job[node as usize], self.snap.node_locked_queue[node as usize]);
@@ -146,6 +147,7 @@ impl Session {
     }
 
     /// Whether queue `q` is `ancestor` or one of its descendants.
+    #[inline]
     pub fn queue_within(&self, mut q: u32, ancestor: u32) -> bool {
         for _ in 0..=self.queues() {
             if q == ancestor {

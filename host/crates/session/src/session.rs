@@ -189,18 +189,23 @@ impl Session {
         }
     }
 
+    #[inline]
     pub fn nodes(&self) -> usize {
         self.snap.node_unschedulable.len()
     }
+    #[inline]
     pub fn queues(&self) -> usize {
         self.snap.queue_parent.len()
     }
+    #[inline]
     pub fn jobs(&self) -> usize {
         self.snap.job_queue.len()
     }
+    #[inline]
     pub fn tasks(&self) -> usize {
         self.snap.task_job.len()
     }
+    #[inline]
     pub fn req(&self, t: u32) -> &[f64] {
         &self.snap.task_resreq[t as usize * self.d..(t as usize + 1) * self.d]
     }
@@ -208,12 +213,14 @@ impl Session {
         v[n as usize * self.d..(n as usize + 1) * self.d].to_vec()
     }
     /// `allocatable − used`.
+    #[inline]
     pub fn idle(&self, n: u32) -> Vec<f64> {
         let mut r = self.node_row(&self.snap.node_allocatable, n);
         resource::add_scaled(&mut r, &self.snap.node_used[n as usize * self.d..(n as usize + 1) * self.d], -1.0);
         r
     }
     /// `idle + releasing − pipelined` (Volcano's FutureIdle).
+    #[inline]
     pub fn future_idle(&self, n: u32) -> Vec<f64> {
         let mut r = self.idle(n);
         let range = n as usize * self.d..(n as usize + 1) * self.d;
@@ -224,6 +231,7 @@ impl Session {
     /// The first dimension where `req` does not fit node `n`'s idle room
     /// (or, with `future`, its FutureIdle), with Volcano's tolerance. No
     /// allocation: this runs for every node of every task.
+    #[inline]
     pub fn short(&self, req: &[f64], n: u32, future: bool) -> Option<usize> {
         let base = n as usize * self.d;
         (0..self.d).find(|&k| {
@@ -236,23 +244,29 @@ impl Session {
         })
     }
 
+    #[inline]
     pub fn task_status(&self, t: u32) -> TaskStatus {
         self.snap.task_status[t as usize]
     }
+    #[inline]
     pub fn task_job(&self, t: u32) -> u32 {
         self.snap.task_job[t as usize]
     }
+    #[inline]
     pub fn job_queue(&self, j: u32) -> u32 {
         self.snap.job_queue[j as usize]
     }
+    #[inline]
     pub fn job_min(&self, j: u32) -> u32 {
         self.snap.job_min_available[j as usize]
     }
     /// Volcano's `IsPending`: the PodGroup has not been admitted.
+    #[inline]
     pub fn job_is_pending(&self, j: u32) -> bool {
         self.snap.job_phase[j as usize] == JobPhase::Pending
     }
     /// Ready + pending best-effort ≥ minAvailable (Volcano's IsReady).
+    #[inline]
     pub fn job_is_ready(&self, j: u32) -> bool {
         let j = j as usize;
         self.job_ready[j] + self.job_pending_best_effort[j] >= self.snap.job_min_available[j]
