@@ -29,9 +29,10 @@
 # Nodes: 16 cpu, 64Gi, 110 pods, Ready (created with their status: there is
 # no kubelet). Pods: 1 cpu, 1Gi each. All objects exist before the scheduler
 # starts; the clock starts when the scheduler process is started (so it
-# includes its initial list/watch) and stops at the first poll (every POLL
-# seconds) that finds no pod without spec.nodeName. Medians per runner and
-# every ratio against tephra's runners are printed at the end.
+# includes its initial list/watch) and stops when cmd/bindwatch, watching the
+# pods from before the start, sees the last one bound (one watch stream: the
+# clock neither polls nor loads the API server). Medians per runner and every
+# ratio against tephra's runners are printed at the end.
 #
 # Settings (environment):
 #   TEPHRA        tephra binary (default target/release/tephra)
@@ -40,7 +41,7 @@
 #                 Volcano release you obtained yourself; Volcano is not served
 #                 as a Go module, and no recipe for it is kept here)
 #   VC_CRDS       directory of that release's config/crd/volcano/bases
-#   POLL          seconds between polls (default 0.2)
+#   POLL          seconds between checks that the scheduler is alive (default 0.2)
 #   TIMEOUT       seconds to wait for all pods to be bound (default 600)
 #   KEEP          1 keeps the run directories (logs) instead of deleting them
 #   TEPHRA_ARGS   extra arguments for `tephra run` (e.g. "--bind-concurrency 64")
@@ -74,15 +75,18 @@ done
 tests/k8s/env.sh install 2>/dev/null
 BIN="$(tests/k8s/env.sh bindir)"
 KUBECTL="$BIN/kubectl"
-if [[ " $ORDER " == *" raw "* ]]; then
-    # The go build cache env.sh install filled makes this a link step.
+# The clock (cmd/bindwatch) and the raw-binding client (cmd/rawbind); the go
+# build cache env.sh install filled makes these link steps.
+for tool in bindwatch rawbind; do
     (cd tests/k8s/apiserver && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath \
-        -o "$BIN/rawbind" ./cmd/rawbind) || die "building tests/k8s/apiserver/cmd/rawbind failed"
-fi
+        -o "$BIN/$tool" "./cmd/$tool") || die "building tests/k8s/apiserver/cmd/$tool failed"
+done
 
 WORK="$(mktemp -d /tmp/tephra-bench.XXXXXX)"
 SPID=""
+WPID=""
 cleanup() {
+    if [[ -n "$WPID" ]]; then kill "$WPID" 2>/dev/null || true; fi
     if [[ -n "$SPID" ]]; then
         kill -TERM "$SPID" 2>/dev/null || true
         wait "$SPID" 2>/dev/null || true
@@ -229,6 +233,16 @@ run_one() {
     [[ "$(k get pods -n bench --field-selector spec.nodeName= -o name | wc -l)" == "$PODS" ]] \
         || { echo "[$which] workload not created as expected" >&2; exit 1; }
 
+    # The clock: watching before the scheduler starts.
+    "$BIN/bindwatch" --kubeconfig "$kc" --namespace bench > "$dir/clock.out" 2> "$dir/clock.err" &
+    WPID=$!
+    local i
+    for ((i = 0; i < 300; i++)); do
+        grep -q ready "$dir/clock.out" 2>/dev/null && break
+        kill -0 "$WPID" 2>/dev/null || { cat "$dir/clock.err" >&2; exit 1; }
+        sleep 0.1
+    done
+    grep -q ready "$dir/clock.out" || { echo "[$which] bindwatch not ready" >&2; exit 1; }
     case "$which" in
         tephra | tephra-gang | tephra-volcano)
             local conf=()
@@ -264,23 +278,26 @@ run_one() {
             ;;
     esac
 
-    while :; do
-        unbound="$(k get pods -n bench --field-selector spec.nodeName= -o name | wc -l)"
+    while kill -0 "$WPID" 2>/dev/null; do
         t1="$(now)"
-        [[ -z "$first" && "$unbound" -lt "$PODS" ]] && first="$(echo "$t1 - $t0" | bc)"
-        ((unbound == 0)) && break
         if ! kill -0 "$SPID" 2>/dev/null; then
             echo "[$which] scheduler exited; last lines of its log:" >&2
             tail -n 30 "$dir/scheduler.log" >&2
             exit 1
         fi
         if (($(echo "$t1 - $t0 > $TIMEOUT" | bc))); then
+            unbound="$(k get pods -n bench --field-selector spec.nodeName= -o name | wc -l)"
             echo "[$which] $unbound of $PODS pods still unbound after ${TIMEOUT}s; last lines of its log:" >&2
             tail -n 30 "$dir/scheduler.log" >&2
             exit 1
         fi
         sleep "$POLL"
     done
+    wait "$WPID" || { echo "[$which] bindwatch failed:" >&2; cat "$dir/clock.err" >&2; exit 1; }
+    WPID=""
+    read -r _ f_ns _ l_ns <<< "$(grep '^first' "$dir/clock.out")"
+    first="$(echo "scale=3; $f_ns / 1000000000 - $t0" | bc)"
+    t1="$(echo "scale=3; $l_ns / 1000000000" | bc)"
     local total cpu rss bad
     total="$(echo "$t1 - $t0" | bc)"
     cpu="$(cpu_seconds "$SPID")"

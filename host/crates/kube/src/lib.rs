@@ -111,6 +111,8 @@ pub struct Kube {
     counters: Counters,
     /// Unreadable objects not reported yet (a standby reports nothing).
     invalid: Vec<source::Invalid>,
+    /// Controller writes of this cycle, sent after its binds.
+    writes: Vec<controller::Write>,
 }
 
 impl Kube {
@@ -176,6 +178,7 @@ impl Kube {
             api_up: true,
             counters: Counters::default(),
             invalid: Vec::new(),
+            writes: Vec::new(),
         };
         Ok(Some((kube, cluster)))
     }
@@ -235,7 +238,8 @@ impl Driver for Kube {
         }
         let invalid = std::mem::take(&mut self.invalid);
         self.rt.block_on(report_invalid(&self.rec, &invalid));
-        self.writer.send(self.store.take_writes());
+        // Sent once this cycle's binds are in: they are what pods wait for.
+        self.writes = self.store.take_writes();
         Some(now_ms())
     }
 
@@ -253,10 +257,14 @@ impl Driver for Kube {
         }
         // Leadership may have gone while the cycle ran; then nothing is applied.
         if !self.leadership.is_leader() {
+            for w in std::mem::take(&mut self.writes) {
+                self.store.write_failed(&w);
+            }
             return;
         }
         let started = std::time::Instant::now();
         let applied = self.rt.block_on(self.sink.apply(out, cluster, &mut self.store, &self.rec));
+        self.writer.send(std::mem::take(&mut self.writes));
         self.counters.add(&applied);
         for (pod, node) in &applied.bound {
             tracing::info!("bound {pod} to {node}");
