@@ -510,6 +510,51 @@ fn gang_all_or_nothing() {
     assert!(t.terminate());
 }
 
+/// A pod with a placement rule tephra does not evaluate yet waits: its
+/// `PodScheduled=False` condition and `FailedScheduling` event name the
+/// field, and it is never bound; a plain pod beside it is.
+#[test]
+fn unevaluated_rules_wait_with_a_named_reason() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("unevaluated");
+    c.node("n1", "4");
+    let ns = "t-uneval";
+    namespace(&c, ns);
+    let mut t = Tephra::start(&c, "a", &[]);
+    c.apply(&format!(
+        "{}apiVersion: v1
+kind: Pod
+metadata: {{name: apart, namespace: {ns}, labels: {{app: web}}}}
+spec:
+  schedulerName: volcano
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {{matchLabels: {{app: web}}}}
+        topologyKey: kubernetes.io/hostname
+  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: \"1\"}}}}}}]
+",
+        pod(ns, "plain", "1", None, "")
+    ));
+    assert_eq!(bound(&c, ns, "plain"), "n1");
+    let cond = wait(&c, ns, 30, "apart PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "apart"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    let field =
+        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution not evaluated by tephra yet";
+    let msg = cond["message"].as_str().unwrap();
+    assert!(msg.contains(field), "{msg}");
+    let events = c.events(ns, "FailedScheduling");
+    assert!(events.iter().any(|(o, m)| o == "apart" && m.contains(field)), "{events:?}");
+    assert_eq!(c.placements(ns)["apart"], "");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
 /// The scheduler config of the swap tests: node order from plugin `prefer`.
 fn prefer_config(c: &Cluster) -> PathBuf {
     let conf = c.dir.join("prefer.conf");

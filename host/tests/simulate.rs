@@ -52,6 +52,26 @@ fn placement_example_honours_taints_selectors_and_affinity() {
     assert!(stray.contains("taint") && stray.contains("(predicates)"), "{stray}");
 }
 
+/// Rules tephra does not evaluate yet keep their pods waiting, each with a
+/// reason naming the field; a plain pod beside them is placed.
+#[test]
+fn unevaluated_rules_wait_and_are_named() {
+    let (code, out, err) = tephra(&["simulate", "examples/placement/not-yet.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("bind       apps/plain → "), "{out}");
+    for (pod, field) in [
+        ("spread-out", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        ("near-db", "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+        ("port-8080", "spec.containers[].ports[].hostPort"),
+        ("zones", "spec.topologySpreadConstraints (DoNotSchedule)"),
+        ("with-claim", "spec.volumes[].persistentVolumeClaim"),
+    ] {
+        assert!(!out.contains(&format!("apps/{pod} →")), "{pod} was placed:\n{out}");
+        let line = out.lines().find(|l| l.contains(&format!("waiting    apps/{pod}:"))).expect("a reason");
+        assert!(line.contains(&format!("{field} not evaluated by tephra yet (tephra)")), "{line}");
+    }
+}
+
 #[test]
 fn json_output_is_machine_readable() {
     let (code, out, err) = tephra(&["simulate", "--output", "json", "examples/placement/cluster.yaml"]);

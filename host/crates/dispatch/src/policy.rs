@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use tephra_contract::{Event, ExtensionPoint as P, LockOwner, Snapshot, SnapshotDelta, Vote};
 use tephra_model::config::PluginConf;
-use tephra_model::snapshot::Names;
+use tephra_model::snapshot::{Extra, Names};
 
 /// The enable switch gating an extension point; `None` = always consulted.
 pub fn switch_for(point: P) -> Option<&'static str> {
@@ -109,6 +109,9 @@ pub struct Policies {
     pub faults: Vec<Fault>,
     /// How long the plugins' part of the last session open took.
     pub opened_in: std::time::Duration,
+    /// The session's host-side task facts: a task whose pod has rules
+    /// tephra does not evaluate is rejected by every node, before any plugin.
+    pub extra: Option<Arc<Extra>>,
 }
 
 /// Plugins with their place in the tiers.
@@ -125,7 +128,7 @@ pub use tephra_contract::point_name;
 
 impl Policies {
     pub fn new(tiers: Vec<Vec<Slot>>, unset_is_on: bool) -> Self {
-        Policies { tiers, unset_is_on, faults: Vec::new(), opened_in: Default::default() }
+        Policies { tiers, unset_is_on, faults: Vec::new(), opened_in: Default::default(), extra: None }
     }
 
     fn enabled(&self, slot: &Slot, point: P) -> bool {
@@ -316,6 +319,10 @@ impl Policies {
 
     /// Predicates over `nodes`, ANDed: for each node the first rejection.
     pub fn predicate(&mut self, events: &[Event], task: u32, nodes: &[u32]) -> Vec<Option<Reject>> {
+        if let Some(why) = self.extra.as_ref().and_then(|e| e.task_unevaluated.get(task as usize)?.clone()) {
+            let reject = Reject { plugin: "tephra".into(), message: why, unresolvable: true };
+            return vec![Some(reject); nodes.len()];
+        }
         let mut out: Vec<Option<Reject>> = vec![None; nodes.len()];
         let point = P::Predicate;
         let unset_is_on = self.unset_is_on;

@@ -225,6 +225,7 @@ fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
         }
         pod.tolerations.push(tol);
     }
+    pod.unevaluated = unevaluated(spec);
     let terms_path = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
     for term in seq(at, spec, terms_path)? {
         let mut exprs = Vec::new();
@@ -240,6 +241,57 @@ fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
         pod.affinity.push(exprs);
     }
     Ok(())
+}
+
+/// The placement rules of a pod spec that tephra does not evaluate yet, by
+/// field: a pod with any of them waits, never placed as if they were absent.
+fn unevaluated(spec: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let present = |path: &str| match get(spec, path) {
+        Some(Value::Sequence(s)) => !s.is_empty(),
+        Some(Value::Mapping(m)) => !m.is_empty(),
+        Some(Value::Null) | None => false,
+        Some(_) => true,
+    };
+    for rule in ["podAffinity", "podAntiAffinity"] {
+        if present(&format!("affinity.{rule}.requiredDuringSchedulingIgnoredDuringExecution")) {
+            out.push(format!("spec.affinity.{rule}.requiredDuringSchedulingIgnoredDuringExecution"));
+        }
+    }
+    let terms = get(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
+    if let Some(Value::Sequence(terms)) = terms {
+        if terms.iter().any(|t| get(t, "matchFields").is_some_and(|m| !matches!(m, Value::Null))) {
+            out.push("spec.affinity.nodeAffinity…nodeSelectorTerms[].matchFields".into());
+        }
+    }
+    if let Some(Value::Sequence(cs)) = get(spec, "topologySpreadConstraints") {
+        let hard = |c: &Value| get(c, "whenUnsatisfiable").and_then(Value::as_str).is_none_or(|w| w == "DoNotSchedule");
+        if cs.iter().any(hard) {
+            out.push("spec.topologySpreadConstraints (DoNotSchedule)".into());
+        }
+    }
+    let host_port = |list: &str| match get(spec, list) {
+        Some(Value::Sequence(cs)) => cs.iter().any(|c| match get(c, "ports") {
+            Some(Value::Sequence(ps)) => ps.iter().any(|p| get(p, "hostPort").is_some_and(|v| v.as_u64() != Some(0))),
+            _ => false,
+        }),
+        _ => false,
+    };
+    if host_port("containers") || host_port("initContainers") {
+        out.push("spec.containers[].ports[].hostPort".into());
+    }
+    if let Some(Value::Sequence(vs)) = get(spec, "volumes") {
+        if vs.iter().any(|v| get(v, "persistentVolumeClaim").is_some() || get(v, "ephemeral").is_some()) {
+            out.push("spec.volumes[].persistentVolumeClaim".into());
+        }
+    }
+    if present("resourceClaims") {
+        out.push("spec.resourceClaims".into());
+    }
+    if present("schedulingGates") {
+        out.push("spec.schedulingGates".into());
+    }
+    out
 }
 
 fn preemptable(annotations: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
@@ -548,6 +600,42 @@ pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Timed>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placement_rules_not_evaluated_are_listed() {
+        let pod = |spec: &str| {
+            let text = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: ns}}\nspec:\n{spec}");
+            match parse(&text, "t.yaml").unwrap().remove(0).object {
+                Object::Pod(p) => p.unevaluated,
+                _ => unreachable!(),
+            }
+        };
+        let plain = "  containers: [{name: c, ports: [{containerPort: 80}]}]\n";
+        assert!(pod(plain).is_empty());
+        let soft = "  containers: [{name: c}]\n  topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}]\n  affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}\n";
+        assert!(pod(soft).is_empty(), "preferences are not placement rules");
+        let hard = "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 80}]}]
+  topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone}]
+  affinity:
+    podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: h}]}
+    nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}}
+  volumes: [{name: v, persistentVolumeClaim: {claimName: c}}]
+  resourceClaims: [{name: gpu}]
+  schedulingGates: [{name: wait}]
+";
+        assert_eq!(
+            pod(hard),
+            [
+                "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                "spec.affinity.nodeAffinity…nodeSelectorTerms[].matchFields",
+                "spec.topologySpreadConstraints (DoNotSchedule)",
+                "spec.containers[].ports[].hostPort",
+                "spec.volumes[].persistentVolumeClaim",
+                "spec.resourceClaims",
+                "spec.schedulingGates",
+            ]
+        );
+    }
 
     #[test]
     fn reads_volcano_yaml() {

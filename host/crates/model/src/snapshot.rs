@@ -76,6 +76,9 @@ pub struct Extra {
     pub task_best_effort: Vec<bool>,
     pub task_preempt_never: Vec<bool>,
     pub task_nominated: Vec<u32>,
+    /// Per task, the placement rules of its pod tephra does not evaluate
+    /// yet: every node rejects it with this reason.
+    pub task_unevaluated: Vec<Option<Arc<str>>>,
     /// Per pending task, a hash of everything a plugin may read about it and
     /// its job except ids, names and times (request, role, priority,
     /// selectors, tolerations, affinity; the job's queue, minimums, priority, phase
@@ -135,6 +138,7 @@ pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64) -> u64 {
     (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
     p.annotations.get("volcano.sh/task-priority").hash(&mut h);
     p.node_selector.hash(&mut h);
+    p.unevaluated.hash(&mut h);
     for t in &p.tolerations {
         (&t.key, &t.operator, &t.value, &t.effect).hash(&mut h);
     }
@@ -380,6 +384,10 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
                     .is_some_and(|c| c.preempt_never),
         );
         extra.task_nominated.push(p.nominated_node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE));
+        extra.task_unevaluated.push(
+            (!p.unevaluated.is_empty())
+                .then(|| format!("{} not evaluated by tephra yet", p.unevaluated.join(", ")).into()),
+        );
         extra.task_class.push(if status == TaskStatus::Pending { class_of(p, &req, job_sig[j as usize]) } else { 0 });
         extra.job_tasks[j as usize].push(t);
         snap.task_job.push(j);

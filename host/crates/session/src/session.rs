@@ -131,6 +131,8 @@ impl Session {
     fn assemble(parts: Built, policies: Policies, seed: u64, reservations: &Reservations) -> Session {
         let Built { snap, names, extra, d, node_index, queue_index, mut basis, moved } = parts;
         basis.session = SESSION_IDS.fetch_add(1, Relaxed);
+        let mut policies = policies;
+        policies.extra = Some(extra.clone());
         let jobs = snap.job_queue.len();
         let mut s = Session {
             snap,
