@@ -90,6 +90,14 @@ fn step<K>(e: &Event<K>) -> Step {
     }
 }
 
+/// The uid of an object a delete event names.
+fn deleted_uid<K: Resource>(e: &Event<K>) -> Option<String> {
+    match e {
+        Event::Delete(o) => Some(ids(o).0),
+        _ => None,
+    }
+}
+
 /// The key of an object a relist delivers.
 fn listed_key<K: Resource>(e: &Event<K>) -> Option<String> {
     match e {
@@ -389,6 +397,16 @@ impl Store {
     }
 
     fn one(&mut self, c: &mut Cluster, change: Change) {
+        // A deleted object's unreadable versions need no memory.
+        let gone_uid = match &change {
+            Change::Node(e) => deleted_uid(&**e),
+            Change::Pod { event, .. } => deleted_uid(&**event),
+            Change::PodGroup(e) | Change::Queue(e) => deleted_uid(&**e),
+            Change::Class(e) => deleted_uid(&**e),
+        };
+        if let Some(uid) = gone_uid {
+            self.bad.remove(&uid);
+        }
         match change {
             Change::Node(e) => match *e {
                 Event::Apply(o) | Event::InitApply(o) => self.node_applied(c, &o),
