@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use tephra::actions;
 use tephra::config::SchedulerConfig;
 use tephra::k8s::source::{Change, Store};
+use tephra::k8s::status::quantity;
 use tephra::manifest::{self, Object};
 use tephra::model::{Cluster, Phase, Pod as ModelPod, PodPhase};
 use tephra::policy::Policies;
@@ -36,17 +37,9 @@ fn spec() -> Spec {
     }
 }
 
+/// Internal units as the API writes quantities (the driver's own writer).
 fn quantities(list: &std::collections::BTreeMap<String, f64>) -> Value {
-    list.iter()
-        .map(|(k, v)| {
-            let q = match k.as_str() {
-                "memory" | "pods" => format!("{v:.0}"),
-                _ => format!("{v:.0}m"),
-            };
-            (k.clone(), json!(q))
-        })
-        .collect::<serde_json::Map<_, _>>()
-        .into()
+    list.iter().map(|(k, v)| (k.clone(), json!(quantity(k, *v)))).collect::<serde_json::Map<_, _>>().into()
 }
 
 /// 2026-01-01T00:00:00Z, where `time` counts from.

@@ -640,8 +640,10 @@ impl Store {
         pod.group = Some(name.clone());
         pod.annotations.insert(GROUP_ANNOTATION.into(), name.clone());
         let key = format!("{}/{name}", pod.namespace);
-        if !self.podgroups.contains_key(&key) && !self.index.podgroups.contains_key(&key) {
-            self.put_group(c, key.clone(), controller::implicit_group(pod, &name));
+        // The group as the API should have it, while it does not.
+        let missing = (!self.podgroups.contains_key(&key)).then(|| controller::implicit_group(pod, &name));
+        if let Some(group) = missing.as_ref().filter(|_| !self.index.podgroups.contains_key(&key)) {
+            self.put_group(c, key, group.clone());
         }
         if self.queued.insert(pod.key()) {
             self.writes.push(Write::PlainPod {
@@ -649,7 +651,7 @@ impl Store {
                 pod: pod.name.clone(),
                 pod_uid: o.metadata.uid.clone().unwrap_or_default(),
                 owner,
-                group: (!self.podgroups.contains_key(&key)).then(|| Box::new(controller::implicit_group(pod, &name))),
+                group: missing.map(Box::new),
                 group_name: name,
             });
         }
@@ -776,16 +778,6 @@ impl Store {
                 *s.deleting = m.api_deleting;
             }
         }
-    }
-
-    /// The uid of a pod, PodGroup or Queue by key (for Events).
-    pub fn uid(&self, kind: &str, key: &str) -> String {
-        let m = match kind {
-            "Pod" => self.pods.get(key).map(|m| &m.uid),
-            "PodGroup" => self.podgroups.get(key).map(|m| &m.uid),
-            _ => self.queues.get(key).map(|m| &m.uid),
-        };
-        m.cloned().unwrap_or_default()
     }
 
     /// Every uid the driver knows (Events of others are forgotten).

@@ -11,9 +11,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::Client;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use tephra_model::cluster::{podgroup_phase, Cluster, Pod, PodPhase};
 use tephra_model::resource::{self, ResourceList};
+use tephra_scheduler::control::queue_rows;
 use tephra_session::session::{Decision, Outcome};
 
 /// A quantity as the API writes it, exact: memory and pods in units, others in milli-units.
@@ -120,25 +121,10 @@ async fn podgroups(client: &Client, out: &Outcome, c: &Cluster, store: &Store, r
         .await;
 }
 
-/// Requests of our pods that hold a node (bound or assumed, not finished), per queue.
-pub fn allocated(c: &Cluster, store: &Store) -> BTreeMap<String, ResourceList> {
-    let queue_of: HashMap<String, &str> = c.podgroups.iter().map(|g| (g.key(), g.queue.as_str())).collect();
-    let mut allocated: BTreeMap<String, ResourceList> = BTreeMap::new();
-    for p in c.pods.iter().filter(|p| store.pods.get(&p.key()).is_some_and(|m| m.ours)) {
-        if p.node.is_none() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
-            continue;
-        }
-        let Some(q) = p.group.as_ref().and_then(|g| queue_of.get(&format!("{}/{g}", p.namespace))) else { continue };
-        let row = allocated.entry(q.to_string()).or_default();
-        for (k, v) in &p.requests {
-            *row.entry(k.clone()).or_default() += v;
-        }
-    }
-    allocated
-}
-
 async fn queues(client: &Client, out: &Outcome, c: &Cluster, store: &Store) {
-    let mut allocated = allocated(c, store);
+    // Others' pods have no group, so the loop's queue rows count ours alone.
+    let mut allocated: BTreeMap<String, ResourceList> =
+        queue_rows(c, None).into_iter().map(|r| (r.name, r.allocated)).collect();
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &queue_resource());
     for (name, obj) in &store.queues {
         let mut want = allocated.remove(name).unwrap_or_default();
