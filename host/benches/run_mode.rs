@@ -288,13 +288,13 @@ fn read_as_simulate(sim: &Cluster) -> Cluster {
                 Event::InitApply(o) => read(&o, Some("Queue")),
                 _ => return,
             },
-            Change::Class(_) => return,
+            Change::Class(_) | Change::Namespace(_) => return,
         };
         match object {
             Object::Node(n) => c.nodes.push(n),
             Object::Queue(q) => c.queues.push(q),
             Object::PodGroup(g) => c.podgroups.push(g),
-            Object::Pod(p) => c.pods.push(p),
+            Object::Pod(p) => c.pods.push(*p),
             _ => {}
         }
     });

@@ -6,6 +6,9 @@
 //!   cargo bench -p tephra --bench schedule            # 1k nodes / 10k pending pods
 //!   TEPHRA_BENCH_ALL=1 cargo bench -p tephra --bench schedule   # + 5k/50k and 10k/100k (50k running)
 //!
+//! `TEPHRA_BENCH_RULES=20` adds, beside every workload, the same workload
+//! with 20 % of its pending pods under required pod anti-affinity or
+//! topology spread (`synthetic::add_pod_rules`), and prints the ratio.
 //! `TEPHRA_BENCH_ONLY=5k` keeps the workloads whose name contains "5k";
 //! `TEPHRA_BENCH_PLUGINS=wasm` (or `native`) runs one side only (for profiling).
 //! Each side runs `TEPHRA_BENCH_ROUNDS` times (default 2), the sides
@@ -26,7 +29,7 @@ use tephra::policy::{Policies, Slot};
 use tephra::scheduler::Library;
 use tephra::session::{Decision, Session};
 use tephra::session_cache::SnapshotCache;
-use tephra::synthetic::{generate, Spec, CONFIG};
+use tephra::synthetic::{add_pod_rules, generate, Spec, CONFIG};
 
 fn native_backend(name: &str) -> Box<dyn Backend> {
     match name {
@@ -149,29 +152,47 @@ fn peak_rss_mib() -> f64 {
 fn main() {
     let config = SchedulerConfig::parse(CONFIG, "bench config").unwrap();
     let lib = Library::load(None).unwrap();
-    let mut workloads = vec![(
-        "1k nodes / 10k pending",
+    let mut workloads: Vec<(String, Spec, u32)> = vec![(
+        "1k nodes / 10k pending".into(),
         Spec { nodes: 1000, pending_pods: 10_000, running_pods: 0, queues: 4, node_groups: 4, seed: 1 },
+        0,
     )];
     if std::env::var_os("TEPHRA_BENCH_ALL").is_some() || std::env::var_os("TEPHRA_BENCH_ONLY").is_some() {
         workloads.push((
-            "5k nodes / 50k pending",
+            "5k nodes / 50k pending".into(),
             Spec { nodes: 5000, pending_pods: 50_000, running_pods: 0, queues: 8, node_groups: 8, seed: 2 },
+            0,
         ));
         workloads.push((
-            "10k nodes / 100k pods, 50k running",
+            "10k nodes / 100k pods, 50k running".into(),
             Spec { nodes: 10_000, pending_pods: 50_000, running_pods: 50_000, queues: 8, node_groups: 8, seed: 3 },
+            0,
         ));
     }
     let only = std::env::var("TEPHRA_BENCH_ONLY").unwrap_or_default();
-    workloads.retain(|(name, _)| name.starts_with(only.as_str()));
+    workloads.retain(|(name, _, _)| name.starts_with(only.as_str()));
+    if let Ok(pct) = std::env::var("TEPHRA_BENCH_RULES") {
+        let pct: u32 = pct.parse().ok().filter(|p| (1..=100).contains(p)).expect("TEPHRA_BENCH_RULES: a percentage");
+        workloads = workloads
+            .into_iter()
+            .flat_map(|(name, spec, _)| {
+                let ruled = (format!("{name}, {pct} % with pod rules"), spec.clone(), pct);
+                [(name, spec, 0), ruled]
+            })
+            .collect();
+    }
+    // Per workload without rules, each side's best time, for the ratio with rules.
+    let mut plain_best: BTreeMap<String, f64> = BTreeMap::new();
     let sides = std::env::var("TEPHRA_BENCH_PLUGINS").unwrap_or_default();
     let rounds = match std::env::var("TEPHRA_BENCH_ROUNDS") {
         Ok(v) => v.parse::<usize>().ok().filter(|&n| n > 0).expect("TEPHRA_BENCH_ROUNDS: a whole number above 0"),
         Err(_) => 2,
     };
-    for (name, spec) in workloads {
-        let cluster = generate(&spec);
+    for (name, spec, rules) in workloads {
+        let mut cluster = generate(&spec);
+        if rules > 0 {
+            add_pod_rules(&mut cluster, rules);
+        }
         println!(
             "\n{name}: {} nodes, {} pods ({} pending), {} jobs",
             cluster.nodes.len(),
@@ -242,6 +263,18 @@ fn main() {
         }
         if let (Some(wasm), Some(native)) = (best.get("wasm"), best.get("native")) {
             println!("wasm / native time to place: {:.2}x (best of {rounds} alternated runs each)", wasm / native);
+        }
+        for (side, secs) in &best {
+            let plain = name.split(", ").next().unwrap_or_default();
+            match plain_best.get(&format!("{plain} {side}")) {
+                Some(base) if rules > 0 => println!(
+                    "{side}: with pod rules / without: {:.2}x ({secs:.2} s / {base:.2} s to place)",
+                    secs / base
+                ),
+                _ => {
+                    plain_best.insert(format!("{name} {side}"), *secs);
+                }
+            }
         }
         println!("peak RSS so far {:.0} MiB", peak_rss_mib());
     }

@@ -211,6 +211,9 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             ..Default::default()
         });
     }
+    for (ns, labels) in s.get("namespaces").and_then(Value::as_mapping).into_iter().flatten() {
+        c.namespaces.insert(scalar_string(ns).unwrap_or_default(), smap(Some(labels)));
+    }
     let mut overrides = StatusOverrides::new();
     let mut jobs = Vec::new();
     for (i, p) in s.get("pods").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
@@ -242,6 +245,11 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
                 .unwrap_or_default(),
             ..Default::default()
         };
+        let mut pod = pod;
+        pod.labels = smap(p.get("labels"));
+        if let Some(spec) = p.get("spec") {
+            crate::manifest::read_placement(at, &format!("pod {name}"), spec, &mut pod)?;
+        }
         if let Some(st) = p.get("session_status").and_then(Value::as_str) {
             let status = match st {
                 "Pipelined" => TaskStatus::Pipelined,

@@ -402,7 +402,11 @@ spec:
         (q["status"]["allocated"]["cpu"] == "2" && q["status"]["allocated"]["memory"] == "2147483648").then_some(())
     });
     for q in ["default", "root", "research"] {
-        wait(&c, ns, 10, "queues Open", || (c.json(&["get", "queue", q])["status"]["state"] == "Open").then_some(()));
+        // Made by the background writer: it may not exist yet.
+        wait(&c, ns, 10, "queues Open", || {
+            let q = c.try_kubectl(&["get", "queue", q, "-o", "json"], None).ok()?;
+            (serde_json::from_str::<Value>(&q).ok()?["status"]["state"] == "Open").then_some(())
+        });
     }
     // The pod that fits nowhere: PodScheduled=False with the plugin's reason, one event per distinct message.
     let huge = wait(&c, ns, 30, "huge PodScheduled=False", || {
@@ -529,11 +533,7 @@ kind: Pod
 metadata: {{name: apart, namespace: {ns}, labels: {{app: web}}}}
 spec:
   schedulerName: volcano
-  affinity:
-    podAntiAffinity:
-      requiredDuringSchedulingIgnoredDuringExecution:
-      - labelSelector: {{matchLabels: {{app: web}}}}
-        topologyKey: kubernetes.io/hostname
+  volumes: [{{name: data, persistentVolumeClaim: {{claimName: data}}}}]
   containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: \"1\"}}}}}}]
 ",
         pod(ns, "plain", "1", None, "")
@@ -544,13 +544,190 @@ spec:
         let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
         conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
     });
-    let field =
-        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution not evaluated by tephra yet";
+    let field = "spec.volumes[].persistentVolumeClaim not evaluated by tephra yet";
     let msg = cond["message"].as_str().unwrap();
     assert!(msg.contains(field), "{msg}");
     let events = c.events(ns, "FailedScheduling");
     assert!(events.iter().any(|(o, m)| o == "apart" && m.contains(field)), "{events:?}");
     assert_eq!(c.placements(ns)["apart"], "");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A kube-scheduler of the API server's release (tests/k8s/env.sh builds
+/// it), killed on drop.
+struct KubeScheduler(Child);
+
+impl KubeScheduler {
+    fn start(c: &Cluster) -> KubeScheduler {
+        let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
+        let bin = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("kube-scheduler");
+        let conf = c.dir.join("kube-scheduler.yaml");
+        std::fs::write(
+            &conf,
+            format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 clientConnection: {{kubeconfig: \"{}\"}}\nleaderElection: {{leaderElect: false}}\n",
+                c.kubeconfig.display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(c.dir.join("kube-scheduler.log")).unwrap();
+        let child = Command::new(bin)
+            .arg("--config")
+            .arg(&conf)
+            .args(["--secure-port", "0"])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("kube-scheduler (run tests/k8s/env.sh install)");
+        KubeScheduler(child)
+    }
+}
+
+impl Drop for KubeScheduler {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The differential workload for namespace `ns`, scheduled by `scheduler`:
+/// anti-affinity, spread, host ports (`port`), node affinity, taints and
+/// pod affinity; `intolerant` can go nowhere.
+fn rules_workload(ns: &str, scheduler: &str, port: u16) -> String {
+    let pod = |name: &str, labels: &str, spec: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}, labels: {{{labels}}}}}\nspec:\n  \
+             schedulerName: {scheduler}\n{spec}  containers:\n  - name: main\n    image: busybox\n    \
+             resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}\n---\n"
+        )
+    };
+    let anti = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      \
+                - labelSelector: {matchLabels: {app: anti}}\n        topologyKey: kubernetes.io/hostname\n";
+    let near = "  affinity:\n    podAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      \
+                - labelSelector: {matchLabels: {app: anti}}\n        topologyKey: kubernetes.io/hostname\n";
+    let spread = "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: zone\n    \
+                  whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: spread}}\n";
+    let zone_a = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        \
+                  nodeSelectorTerms:\n        - matchExpressions: [{key: zone, operator: In, values: [a]}]\n";
+    let toleration = "  nodeSelector: {kubernetes.io/hostname: n6}\n  \
+                      tolerations: [{key: dedicated, operator: Equal, value: special, effect: NoSchedule}]\n";
+    let mut out = String::new();
+    for i in 0..4 {
+        out += &pod(&format!("anti-{i}"), "app: anti", anti);
+    }
+    for i in 0..6 {
+        out += &pod(&format!("spread-{i}"), "app: spread", spread);
+    }
+    for i in 0..3 {
+        let port_pod = pod(&format!("port-{i}"), "app: port", "");
+        out += &port_pod.replace(
+            "    resources:",
+            &format!("    ports: [{{containerPort: {port}, hostPort: {port}}}]\n    resources:"),
+        );
+    }
+    for i in 0..2 {
+        out += &pod(&format!("zone-a-{i}"), "app: zoned", zone_a);
+    }
+    out += &pod("near", "app: near", near);
+    out += &pod("tolerant", "app: tolerant", toleration);
+    out += &pod("intolerant", "app: intolerant", "  nodeSelector: {kubernetes.io/hostname: n6}\n");
+    out
+}
+
+/// Checks every rule of [`rules_workload`] on the placement of `ns`
+/// (pod → node), with `zones` node → zone; returns the violations.
+fn rule_violations(ns: &str, placed: &BTreeMap<String, String>, zones: &BTreeMap<&str, &str>) -> Vec<String> {
+    let mut bad = Vec::new();
+    let on = |prefix: &str| -> Vec<&String> {
+        placed.iter().filter(|(p, n)| p.starts_with(prefix) && !n.is_empty()).map(|(_, n)| n).collect()
+    };
+    for (p, n) in placed {
+        if p != "intolerant" && n.is_empty() {
+            bad.push(format!("{ns}/{p} was not placed"));
+        }
+    }
+    for (rule, prefix) in [("anti-affinity", "anti-"), ("host port", "port-")] {
+        let nodes = on(prefix);
+        let distinct: std::collections::BTreeSet<_> = nodes.iter().collect();
+        if distinct.len() != nodes.len() {
+            bad.push(format!("{ns}: {rule}: two {prefix}* pods share a node: {nodes:?}"));
+        }
+    }
+    let mut per_zone: BTreeMap<&str, usize> = ["a", "b", "c"].iter().map(|z| (*z, 0)).collect();
+    for n in on("spread-") {
+        *per_zone.get_mut(zones[n.as_str()]).unwrap() += 1;
+    }
+    let (max, min) = (per_zone.values().max().unwrap(), per_zone.values().min().unwrap());
+    if max - min > 1 {
+        bad.push(format!("{ns}: spread: skew {} > 1: {per_zone:?}", max - min));
+    }
+    for n in on("zone-a-") {
+        if zones[n.as_str()] != "a" {
+            bad.push(format!("{ns}: node affinity: a zone-a pod on {n}"));
+        }
+    }
+    if placed.get("near").is_some_and(|n| !n.is_empty() && !on("anti-").contains(&n)) {
+        bad.push(format!("{ns}: pod affinity: near on {} with no anti pod", placed["near"]));
+    }
+    if placed.get("tolerant").map(String::as_str) != Some("n6") {
+        bad.push(format!("{ns}: tolerant (nodeSelector n6, tolerates its taint) on {:?}", placed.get("tolerant")));
+    }
+    if placed.get("intolerant").is_some_and(|n| !n.is_empty()) {
+        bad.push(format!("{ns}: taint: intolerant placed on tainted {}", placed["intolerant"]));
+    }
+    bad
+}
+
+/// The same nodes and pods (anti-affinity, spread, host ports, node
+/// affinity, taints, pod affinity) scheduled by kube-scheduler v1.37.1 and by
+/// `tephra run` on one API server: both placements satisfy every rule, as
+/// checked here, and the pod no node can take waits in both, with tephra
+/// naming the taint.
+#[test]
+fn placement_rules_agree_with_kube_scheduler() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("differential");
+    let zones: BTreeMap<&str, &str> =
+        [("n1", "a"), ("n2", "a"), ("n3", "b"), ("n4", "b"), ("n5", "c"), ("n6", "c")].into();
+    for (name, zone) in &zones {
+        c.node(name, "8");
+        let taint = if *name == "n6" {
+            "\nspec:\n  taints: [{key: dedicated, value: special, effect: NoSchedule}]"
+        } else {
+            ""
+        };
+        c.apply(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}, \
+             zone: {zone}}}}}{taint}\n"
+        ));
+    }
+    let (ks, tp) = ("t-kube-scheduler", "t-tephra");
+    namespace(&c, ks);
+    namespace(&c, tp);
+    let _kube_scheduler = KubeScheduler::start(&c);
+    let mut t = Tephra::start(&c, "a", &[]);
+    c.apply(&rules_workload(ks, "default-scheduler", 9000));
+    c.apply(&rules_workload(tp, "volcano", 9001));
+    for ns in [ks, tp] {
+        wait(&c, ns, 60, &format!("every pod but intolerant bound in {ns}"), || {
+            let placed = c.placements(ns);
+            (placed.len() == 18 && placed.iter().all(|(p, n)| p == "intolerant" || !n.is_empty())).then_some(())
+        });
+    }
+    // A few more cycles: nothing moves, intolerant still waits.
+    std::thread::sleep(Duration::from_secs(2));
+    for ns in [ks, tp] {
+        let placed = c.placements(ns);
+        let bad = rule_violations(ns, &placed, &zones);
+        assert!(bad.is_empty(), "{}\n{placed:?}", bad.join("\n"));
+    }
+    let events = c.events(tp, "FailedScheduling");
+    let why = events.iter().find(|(o, _)| o == "intolerant").map(|(_, m)| m.clone()).unwrap_or_default();
+    assert!(why.contains("untolerated taint {dedicated: special}"), "{events:?}");
     t.assert_alive();
     assert!(t.terminate());
 }

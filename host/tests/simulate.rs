@@ -52,6 +52,40 @@ fn placement_example_honours_taints_selectors_and_affinity() {
     assert!(stray.contains("taint") && stray.contains("(predicates)"), "{stray}");
 }
 
+/// The placement walkthrough: anti-affinity, affinity, host ports, spread
+/// and matchFields hold under the default (binpacking) config, and the pods
+/// they turn away wait with kube-scheduler's reasons.
+#[test]
+fn placement_rules_hold_and_name_why_pods_wait() {
+    let (code, out, err) = tephra(&["simulate", "examples/placement/rules.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let node_of = |pod: &str| {
+        let line = out.lines().find(|l| l.contains(&format!("bind       apps/{pod} → ")))?;
+        line.split(" → ").nth(1).map(|n| n.split_whitespace().next().unwrap_or_default().to_string())
+    };
+    let webs: Vec<Option<String>> = (0..4).map(|i| node_of(&format!("web-{i}"))).collect();
+    let mut placed: Vec<String> = webs.iter().flatten().cloned().collect();
+    placed.sort();
+    assert_eq!(placed, ["n0", "n1", "n2"], "one web pod per node: {webs:?}\n{out}");
+    let waiting = |pod: &str| out.lines().find(|l| l.contains(&format!("waiting    apps/{pod}:"))).map(str::to_string);
+    let web_waits = (0..4).filter_map(|i| waiting(&format!("web-{i}"))).collect::<Vec<_>>();
+    assert_eq!(web_waits.len(), 1, "{out}");
+    assert!(web_waits[0].contains("node(s) didn't match pod anti-affinity rules (predicates)"), "{}", web_waits[0]);
+    assert_eq!(node_of("near-db").as_deref(), Some("n2"), "{out}");
+    assert_eq!(node_of("pinned").as_deref(), Some("n1"), "{out}");
+    let ports = [node_of("port-a"), node_of("port-b")];
+    assert_eq!(ports.iter().flatten().collect::<Vec<_>>(), [&"n0".to_string()], "{out}");
+    let port_wait = waiting("port-a").or_else(|| waiting("port-b")).expect("a port pod waits");
+    assert!(port_wait.contains("node(s) didn't have free ports for the requested pod ports"), "{port_wait}");
+    let mut zones = std::collections::BTreeMap::new();
+    for i in 0..6 {
+        let node = node_of(&format!("zoned-{i}")).unwrap_or_else(|| panic!("zoned-{i} placed:\n{out}"));
+        *zones.entry(node).or_insert(0) += 1;
+    }
+    assert_eq!(zones.values().copied().collect::<Vec<_>>(), [2, 2, 2], "{zones:?}");
+    assert!(!err.contains("FAULT") && !out.contains("FAULT"));
+}
+
 /// Rules tephra does not evaluate yet keep their pods waiting, each with a
 /// reason naming the field; a plain pod beside them is placed.
 #[test]
@@ -60,11 +94,9 @@ fn unevaluated_rules_wait_and_are_named() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("bind       apps/plain → "), "{out}");
     for (pod, field) in [
-        ("spread-out", "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-        ("near-db", "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-        ("port-8080", "spec.containers[].ports[].hostPort"),
-        ("zones", "spec.topologySpreadConstraints (DoNotSchedule)"),
         ("with-claim", "spec.volumes[].persistentVolumeClaim"),
+        ("with-gpu-claim", "spec.resourceClaims"),
+        ("gated", "spec.schedulingGates"),
     ] {
         assert!(!out.contains(&format!("apps/{pod} →")), "{pod} was placed:\n{out}");
         let line = out.lines().find(|l| l.contains(&format!("waiting    apps/{pod}:"))).expect("a reason");

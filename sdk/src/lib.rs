@@ -49,7 +49,7 @@ pub use testing::{delta, SnapshotBuilder};
 pub use types::{Event, EventKind, ExtensionPoint, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
 
 /// The contract version this SDK implements.
-pub const CONTRACT: &str = "0.4.0";
+pub const CONTRACT: &str = "0.5.0";
 
 /// Exports a [`Policy`] type as the component's `policy` interface.
 ///

@@ -370,7 +370,9 @@ impl Session {
             && [delta.node_locked_job.len(), delta.node_locked_queue.len()] == [self.nodes(); 2]
             && delta.job_phase.len() == self.jobs()
             && delta.tasks.iter().all(|&t| (t as usize) < self.tasks())
-            && delta.nodes.iter().all(|&n| (n as usize) < self.nodes());
+            && delta.nodes.iter().all(|&n| (n as usize) < self.nodes())
+            && delta.residents.len() == delta.resident_node.len()
+            && delta.residents.iter().all(|&r| (r as usize) < self.snap.resident_node.len());
         if !fits {
             return Err("snapshot-delta does not fit the kept session (lengths or ids)".into());
         }
@@ -396,6 +398,9 @@ impl Session {
             self.snap.node_used[to.clone()].copy_from_slice(&delta.node_used[from.clone()]);
             self.snap.node_releasing[to.clone()].copy_from_slice(&delta.node_releasing[from.clone()]);
             self.snap.node_pipelined[to].copy_from_slice(&delta.node_pipelined[from]);
+        }
+        for (&r, &node) in delta.residents.iter().zip(&delta.resident_node) {
+            self.snap.resident_node[r as usize] = node;
         }
         self.snap.node_locked_job.clone_from(&delta.node_locked_job);
         self.snap.node_locked_queue.clone_from(&delta.node_locked_queue);
@@ -508,6 +513,8 @@ mod tests {
             task_node: vec![1, 0, 0],
             task_started_ms: vec![5, 0, 0],
             nodes: vec![0, 1],
+            residents: vec![],
+            resident_node: vec![],
             node_used: rows(&new.snap.node_used),
             node_releasing: rows(&new.snap.node_releasing),
             node_pipelined: rows(&new.snap.node_pipelined),

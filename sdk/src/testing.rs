@@ -66,6 +66,13 @@ impl SnapshotBuilder {
                 task_node_selector: vec![],
                 task_tolerations: vec![],
                 task_affinity: vec![],
+                node_name: vec![],
+                resident_node: vec![],
+                resident_namespace: vec![],
+                pod_labels: vec![],
+                pod_terms: vec![],
+                pod_ports: vec![],
+                task_spread: vec![],
             },
         }
     }
@@ -97,6 +104,9 @@ impl SnapshotBuilder {
         self.snap.node_releasing.extend(&zero);
         self.snap.node_pipelined.extend(&zero);
         self.snap.node_unschedulable.push(false);
+        let name = format!("n{}", self.snap.node_name.len());
+        let name = self.string(&name);
+        self.snap.node_name.push(name);
         self.snap.node_locked_job.push(NONE);
         self.snap.node_locked_queue.push(NONE);
         self.snap.node_unschedulable.len() as u32 - 1
@@ -175,6 +185,9 @@ pub fn delta(old: &Snapshot, new: &Snapshot) -> SnapshotDelta {
             != (new.task_status[*t], new.task_node[*t], new.task_started_ms[*t])
     };
     let tasks: Vec<usize> = (0..new.task_job.len()).filter(moved).collect();
+    let residents: Vec<u32> = (0..new.resident_node.len() as u32)
+        .filter(|&r| old.resident_node[r as usize] != new.resident_node[r as usize])
+        .collect();
     SnapshotDelta {
         now_ms: new.now_ms,
         task_status: tasks.iter().map(|&t| new.task_status[t]).collect(),
@@ -182,6 +195,8 @@ pub fn delta(old: &Snapshot, new: &Snapshot) -> SnapshotDelta {
         task_started_ms: tasks.iter().map(|&t| new.task_started_ms[t]).collect(),
         tasks: tasks.into_iter().map(|t| t as u32).collect(),
         nodes: (0..new.node_unschedulable.len() as u32).collect(),
+        resident_node: residents.iter().map(|&r| new.resident_node[r as usize]).collect(),
+        residents,
         node_used: new.node_used.clone(),
         node_releasing: new.node_releasing.clone(),
         node_pipelined: new.node_pipelined.clone(),

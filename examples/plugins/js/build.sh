@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the `spread-label` policy (spread-label.js) into
 # OUT_DIR/spread-label.wasm, a component of the world
-# tephra:scheduler/plugin@0.4.0, with componentize-js (SpiderMonkey) or,
+# tephra:scheduler/plugin@0.5.0, with componentize-js (SpiderMonkey) or,
 # with JS_ENGINE=quickjs, componentize-qjs (QuickJS).
 #
 #   ./build.sh OUT_DIR

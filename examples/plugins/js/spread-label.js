@@ -15,11 +15,11 @@
 // calls only the points listed in `info().points`, but the component must
 // export them all.
 
-import { log } from 'tephra:scheduler/host@0.4.0';
+import { log } from 'tephra:scheduler/host@0.5.0';
 
 const NAME = 'spread-label';
 const VERSION = '0.1.0';
-const CONTRACT = '0.4.0';
+const CONTRACT = '0.5.0';
 const NONE = 0xffffffff;
 const LABEL_BONUS = 10;
 // Statuses in which a task holds resources on its node (host's allocate events).

@@ -38,7 +38,7 @@ from componentize_py_types import Err
 
 NAME = "fair-team"
 VERSION = "0.1.0"
-CONTRACT = "0.4.0"
+CONTRACT = "0.5.0"
 USAGE_PREFIX = "usage."
 NO_ID = 0xFFFFFFFF
 

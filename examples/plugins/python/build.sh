@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the `fair-team` policy (app.py) into OUT_DIR/fair-team.wasm, a
-# component of the world tephra:scheduler/plugin@0.4.0, with componentize-py.
+# component of the world tephra:scheduler/plugin@0.5.0, with componentize-py.
 #
 #   ./build.sh OUT_DIR
 #

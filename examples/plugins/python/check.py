@@ -6,7 +6,7 @@ engine version the tephra host links) and check it against the contract.
 
 For each component:
   1. lists its imports and exports;
-  2. checks, structurally, that it exports `tephra:scheduler/policy@0.4.0`
+  2. checks, structurally, that it exports `tephra:scheduler/policy@0.5.0`
      with exactly the functions and types of `interface policy` in
      wit/scheduler.wit, and that its `host` import (if any) matches
      `interface host`;
@@ -32,8 +32,8 @@ import wasmtime
 import wasmtime.component as wc
 
 NONE = 0xFFFFFFFF
-POLICY = "tephra:scheduler/policy@0.4.0"
-HOST = "tephra:scheduler/host@0.4.0"
+POLICY = "tephra:scheduler/policy@0.5.0"
+HOST = "tephra:scheduler/host@0.5.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_WIT = os.path.normpath(os.path.join(HERE, "..", "..", "..", "wit"))
 
@@ -247,6 +247,8 @@ def snapshot(**cols):
         task_preemptable=[], task_role=[], task_namespace=[], task_priority_class=[],
         task_created_ms=[], task_started_ms=[], task_estimated_ms=[],
         task_node_selector=[], task_tolerations=[], task_affinity=[],
+        node_name=[], resident_node=[], resident_namespace=[], pod_labels=[], pod_terms=[],
+        pod_ports=[], task_spread=[],
     )
     for k, v in cols.items():
         expect(hasattr(s, k), f"unknown snapshot column {k}")
@@ -258,6 +260,7 @@ def snapshot(**cols):
         "node_allocatable": [4000.0, 8e9, 110.0] * nodes, "node_used": [0.0] * (d * nodes),
         "node_releasing": [0.0] * (d * nodes), "node_pipelined": [0.0] * (d * nodes),
         "node_locked_job": [NONE] * nodes, "node_locked_queue": [NONE] * nodes,
+        "node_name": [0] * nodes,
         "job_min_available": [1] * jobs, "job_has_min_resources": [False] * jobs,
         "job_priority": [0] * jobs, "job_phase": ["pending"] * jobs, "job_created_ms": [0] * jobs,
         "task_status": ["pending"] * tasks, "task_node": [NONE] * tasks,
@@ -514,7 +517,7 @@ def check(path, wit, wasi, do_bench=False):
     if HOST in imports:
         n = check_interface(engine, imports[HOST], wit, "host", HOST)
         print(f"contract: {HOST} import matches ({n} functions)")
-    others = [e for e in exports if e not in (POLICY, "tephra:scheduler/types@0.4.0")]
+    others = [e for e in exports if e not in (POLICY, "tephra:scheduler/types@0.5.0")]
     if others:
         print(f"note: exports beyond the world: {others}")
 

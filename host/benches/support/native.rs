@@ -46,13 +46,21 @@ enumeration!(EventKind => g { Allocate, Deallocate });
 record!(h::Label => g::Label { owner, key, value });
 record!(h::Taint => g::Taint { node, key, value, effect });
 record!(h::Toleration => g::Toleration { task, key, operator, value, effect });
-record!(h::AffinityExpr => g::AffinityExpr { task, term, key, operator, values });
+record!(h::AffinityExpr => g::AffinityExpr { task, group, term, weight, field, key, operator, values });
+record!(h::Requirement => g::Requirement { key, operator, values });
+record!(h::PodTerm => g::PodTerm {
+    pod, anti, weight, topology_key, selector, matches_nothing, namespaces, all_namespaces
+});
+record!(h::Spread => g::Spread {
+    task, max_skew, topology_key, hard, selector, matches_nothing, min_domains, honor_node_affinity, honor_taints
+});
+record!(h::HostPort => g::HostPort { pod, port, protocol, ip });
 record!(h::Quantity => g::Quantity { owner, dim, value });
 record!(h::RoleMin => g::RoleMin { job, role, count });
 record!(h::Event => g::Event { kind, task, node, status });
 record!(h::SnapshotDelta => g::SnapshotDelta {
     now_ms, tasks, task_status, task_node, task_started_ms, nodes, node_used, node_releasing, node_pipelined,
-    node_locked_job, node_locked_queue, job_phase, reservation_targets
+    residents, resident_node, node_locked_job, node_locked_queue, job_phase, reservation_targets
 });
 record!(h::Snapshot => g::Snapshot {
     dims, strings, total, now_ms, node_allocatable, node_used, node_releasing, node_pipelined, node_unschedulable,
@@ -62,7 +70,8 @@ record!(h::Snapshot => g::Snapshot {
     job_has_min_resources, job_min_resources, job_min_task_member, job_priority, job_phase, job_created_ms,
     job_annotations, reservation_targets, task_job, task_status, task_node, task_resreq, task_priority,
     task_preemptable, task_role, task_namespace, task_priority_class, task_created_ms, task_started_ms,
-    task_estimated_ms, task_node_selector, task_tolerations, task_affinity
+    task_estimated_ms, task_node_selector, task_tolerations, task_affinity, node_name, resident_node,
+    resident_namespace, pod_labels, pod_terms, pod_ports, task_spread
 });
 
 fn vote(v: g::Vote) -> h::Vote {

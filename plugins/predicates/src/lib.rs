@@ -1,18 +1,27 @@
-//! Predicates: the node filters of Volcano's `predicates` plugin that the
-//! snapshot can express (reference §8.8), with kube-scheduler's semantics and
-//! messages: NodeUnschedulable, NodeAffinity (nodeSelector and required
-//! terms), TaintToleration, and Volcano's pod-count check.
+//! Predicates: the node filters of Volcano's `predicates` plugin (reference
+//! §8.8), with kube-scheduler's semantics and messages: NodeUnschedulable,
+//! NodeAffinity (nodeSelector, required terms with `matchExpressions` and
+//! `matchFields`, bound volumes' node affinity), TaintToleration, NodePorts,
+//! Volcano's pod-count check, PodTopologySpread (`DoNotSchedule`) and
+//! InterPodAffinity (required terms both ways).
 //!
-//! Resource fit is left to the host, as in Volcano. Not in the snapshot, so
-//! not checked: node ports, volumes, inter-pod affinity, topology spread, and
-//! `matchFields` of affinity terms.
+//! Resource fit is left to the host, as in Volcano. Placements made during
+//! the session count at once (events), so a gang's members see each other.
 //!
-//! Arguments: `predicate.NodeAffinityEnable`, `predicate.TaintTolerationEnable`
-//! (default true). NodeUnschedulable and the pod count are always on.
+//! Arguments (Volcano's, default true): `predicate.NodeAffinityEnable`,
+//! `predicate.TaintTolerationEnable`, `predicate.NodePortsEnable`,
+//! `predicate.PodAffinityEnable`, `predicate.PodTopologySpreadEnable`.
+//! NodeUnschedulable and the pod count are always on.
 
+mod interpod;
+mod pods;
+mod ports;
+mod spread;
+
+use pods::Pods;
 use tephra_sdk::resource::PODS;
 use tephra_sdk::types::{AffinityExpr, Toleration};
-use tephra_sdk::{Args, ExtensionPoint as P, Fits, Policy, Session, Unfit};
+use tephra_sdk::{Args, Event, ExtensionPoint as P, Fits, Policy, Session, TaskStatus, Unfit};
 
 const UNSCHEDULABLE: &str = "node(s) were unschedulable";
 const AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -24,9 +33,21 @@ const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 pub struct Predicates {
     affinity: bool,
     taints: bool,
+    ports_on: bool,
+    pod_affinity: bool,
+    spread_on: bool,
     fixed: Fixed,
-    // Per-session indexes: row numbers into the snapshot's columns, by owner,
-    // so a check touches only its task's and node's rows.
+    rules: NodeRules,
+    pods: Pods,
+    ports: ports::Ports,
+    interpod: interpod::InterPod,
+    spread: spread::Spreads,
+}
+
+/// Per-session indexes of node-side rules: row numbers into the snapshot's
+/// columns, by owner, so a check touches only its task's and node's rows.
+#[derive(Default)]
+struct NodeRules {
     /// Per node: `node_labels` rows, sorted by key.
     labels: Vec<Vec<usize>>,
     /// Per node: `node_taints` rows with effect NoSchedule or NoExecute.
@@ -35,7 +56,7 @@ pub struct Predicates {
     selector: Vec<Vec<usize>>,
     /// Per task: `task_tolerations` rows.
     tolerations: Vec<Vec<usize>>,
-    /// Per task: `task_affinity` rows, sorted by term.
+    /// Per task: required `task_affinity` rows, sorted by (group, term).
     terms: Vec<Vec<usize>>,
 }
 
@@ -45,6 +66,7 @@ struct Fixed {
     unschedulable: Unfit,
     affinity: Unfit,
     pods: Unfit,
+    ports: Unfit,
 }
 
 impl Default for Fixed {
@@ -53,6 +75,7 @@ impl Default for Fixed {
             unschedulable: Unfit::unresolvable(UNSCHEDULABLE),
             affinity: Unfit::unresolvable(AFFINITY),
             pods: Unfit::new(PODS_EXCEEDED),
+            ports: Unfit::new(ports::CONFLICT),
         }
     }
 }
@@ -82,7 +105,26 @@ fn tolerates(s: &Session, t: &Toleration, key: &str, value: &str, effect: &str) 
     }
 }
 
-impl Predicates {
+impl NodeRules {
+    fn index(&mut self, s: &Session) {
+        let sn = &s.snap;
+        self.labels = group(s.nodes(), sn.node_labels.iter().map(|l| l.owner));
+        for rows in &mut self.labels {
+            rows.sort_by(|&a, &b| s.str(sn.node_labels[a].key).cmp(s.str(sn.node_labels[b].key)));
+        }
+        self.hard_taints = group(s.nodes(), sn.node_taints.iter().map(|t| t.node));
+        for rows in &mut self.hard_taints {
+            rows.retain(|&r| matches!(s.str(sn.node_taints[r].effect), "NoSchedule" | "NoExecute"));
+        }
+        self.selector = group(s.tasks(), sn.task_node_selector.iter().map(|l| l.owner));
+        self.tolerations = group(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
+        self.terms = group(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
+        for rows in &mut self.terms {
+            rows.retain(|&r| sn.task_affinity[r].weight == 0);
+            rows.sort_by_key(|&r| (sn.task_affinity[r].group, sn.task_affinity[r].term));
+        }
+    }
+
     fn label<'a>(&self, s: &'a Session, node: usize, key: &str) -> Option<&'a str> {
         let (rows, labels) = (&self.labels[node], &s.snap.node_labels);
         let i = rows.binary_search_by(|&r| s.str(labels[r].key).cmp(key)).ok()?;
@@ -94,6 +136,16 @@ impl Predicates {
         self.tolerations[task].iter().any(|&r| tolerates(s, &tolerations[r], key, value, effect))
     }
 
+    /// Whether the task has a selector or required terms.
+    fn constrained(&self, task: usize) -> bool {
+        !(self.selector[task].is_empty() && self.terms[task].is_empty())
+    }
+
+    /// nodeSelector and required terms: NodeAffinity's verdict.
+    fn affine(&self, s: &Session, task: usize, node: usize) -> bool {
+        self.selector_matches(s, task, node) && self.terms_match(s, task, node)
+    }
+
     /// nodeSelector: every label present with an equal value.
     fn selector_matches(&self, s: &Session, task: usize, node: usize) -> bool {
         let selector = &s.snap.task_node_selector;
@@ -103,18 +155,29 @@ impl Predicates {
         })
     }
 
-    /// Required terms: ORed; the expressions of a term ANDed. No terms, no constraint.
+    /// Required terms: per group (the pod's own, then each bound volume's),
+    /// some term matches; a term's expressions all do. No terms, no constraint.
     fn terms_match(&self, s: &Session, task: usize, node: usize) -> bool {
         let (rows, exprs) = (&self.terms[task], &s.snap.task_affinity);
-        rows.is_empty()
-            || rows
+        rows.chunk_by(|&a, &b| exprs[a].group == exprs[b].group).all(|group| {
+            group
                 .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
                 .any(|term| term.iter().all(|&r| self.expr_matches(s, &exprs[r], node)))
+        })
     }
 
-    /// `labels.Requirement.Matches`. A malformed expression (Kubernetes fails to
-    /// parse it, so its term matches nothing) is false.
+    /// `labels.Requirement.Matches` (`fields.Selector` for `matchFields`).
+    /// A malformed expression (Kubernetes fails to parse it, so its term
+    /// matches nothing) is false.
     fn expr_matches(&self, s: &Session, e: &AffinityExpr, node: usize) -> bool {
+        if e.field {
+            let name = s.snap.node_name[node];
+            return match (s.str(e.operator), e.values.len()) {
+                ("In", 1..) => e.values.contains(&name),
+                ("NotIn", 1..) => !e.values.contains(&name),
+                _ => false,
+            };
+        }
         let label = self.label(s, node, s.str(e.key));
         let mut values = e.values.iter().map(|&v| s.str(v));
         match (s.str(e.operator), e.values.len()) {
@@ -133,36 +196,6 @@ impl Predicates {
         }
     }
 
-    fn switches(&mut self, args: &Args) -> Result<(), String> {
-        self.affinity = args.bool("predicate.NodeAffinityEnable", true)?;
-        self.taints = args.bool("predicate.TaintTolerationEnable", true)?;
-        Ok(())
-    }
-
-    /// The checks in Volcano's order; `affinity`: NodeAffinity applies (it is
-    /// on, and the task has a selector or required terms).
-    fn check(&self, s: &Session, t: usize, n: usize, affinity: bool) -> Result<(), Unfit> {
-        if s.snap.node_unschedulable[n] && !self.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule") {
-            return Err(self.fixed.unschedulable.clone());
-        }
-        if affinity && !(self.selector_matches(s, t, n) && self.terms_match(s, t, n)) {
-            return Err(self.fixed.affinity.clone());
-        }
-        // Most nodes have no hard taint: the check that builds a message is not even called.
-        if self.taints && !self.hard_taints[n].is_empty() {
-            if let Some(message) = self.untolerated_taint(s, t, n) {
-                return Err(Unfit::unresolvable(message));
-            }
-        }
-        // Volcano counts every task on the node, pipelined ones included.
-        let at = n * s.dims() + PODS;
-        let sn = &s.snap;
-        if sn.node_allocatable[at] <= sn.node_used[at] + sn.node_pipelined[at] {
-            return Err(self.fixed.pods.clone());
-        }
-        Ok(())
-    }
-
     #[cold]
     fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
         let taints = &s.snap.node_taints;
@@ -172,6 +205,77 @@ impl Predicates {
             (!ok).then(|| format!("node(s) had untolerated taint {{{key}: {value}}}"))
         })
     }
+
+    /// Whether topology spread counts node `n` for the task, by the
+    /// constraint's policies.
+    fn admits(&self, s: &Session, task: usize, n: usize, affinity: bool, taints: bool) -> bool {
+        (!affinity || self.affine(s, task, n))
+            && (!taints || self.hard_taints[n].is_empty() || self.untolerated_taint(s, task, n).is_none())
+    }
+}
+
+impl Predicates {
+    fn switches(&mut self, args: &Args) -> Result<(), String> {
+        self.affinity = args.bool("predicate.NodeAffinityEnable", true)?;
+        self.taints = args.bool("predicate.TaintTolerationEnable", true)?;
+        self.ports_on = args.bool("predicate.NodePortsEnable", true)?;
+        self.pod_affinity = args.bool("predicate.PodAffinityEnable", true)?;
+        self.spread_on = args.bool("predicate.PodTopologySpreadEnable", true)?;
+        Ok(())
+    }
+
+    /// Indexes what lasts while sessions continue: labels, taints, specs.
+    fn index(&mut self, s: &Session) {
+        self.rules.index(s);
+        self.pods.index(&s.snap);
+        let pods = self.pods.count();
+        self.ports.index(s, pods);
+        self.interpod.index(s, pods);
+        self.spread.index(s);
+    }
+
+    /// Where pods count this session.
+    fn start(&mut self, s: &Session) {
+        self.pods.open(s);
+        self.ports.open(s, &self.pods);
+        self.interpod.open(s, &mut self.pods);
+        self.spread.open();
+    }
+
+    /// The checks in kube-scheduler's order; `affinity`: NodeAffinity
+    /// applies (it is on, and the task has a selector or required terms).
+    fn check(&mut self, s: &Session, t: usize, n: usize, affinity: bool) -> Result<(), Unfit> {
+        let rules = &self.rules;
+        if s.snap.node_unschedulable[n] && !rules.tolerated(s, t, UNSCHEDULABLE_TAINT, "", "NoSchedule") {
+            return Err(self.fixed.unschedulable.clone());
+        }
+        if affinity && !rules.affine(s, t, n) {
+            return Err(self.fixed.affinity.clone());
+        }
+        // Most nodes have no hard taint: the check that builds a message is not even called.
+        if self.taints && !rules.hard_taints[n].is_empty() {
+            if let Some(message) = rules.untolerated_taint(s, t, n) {
+                return Err(Unfit::unresolvable(message));
+            }
+        }
+        if self.ports_on && self.ports.any(t as u32) && !self.ports.free(t as u32, n as u32) {
+            return Err(self.fixed.ports.clone());
+        }
+        // Volcano counts every task on the node, pipelined ones included.
+        let at = n * s.dims() + PODS;
+        let sn = &s.snap;
+        if sn.node_allocatable[at] <= sn.node_used[at] + sn.node_pipelined[at] {
+            return Err(self.fixed.pods.clone());
+        }
+        if self.spread_on && self.spread.applies(t as u32) {
+            let admits = |n: usize, a: bool, taints: bool| rules.admits(s, t, n, a, taints);
+            self.spread.check(s, &mut self.pods, t as u32, n as u32, &admits)?;
+        }
+        if self.pod_affinity && self.interpod.applies(t as u32) {
+            self.interpod.check(s, &mut self.pods, t as u32, n as u32)?;
+        }
+        Ok(())
+    }
 }
 
 impl Policy for Predicates {
@@ -180,28 +284,25 @@ impl Policy for Predicates {
 
     fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
         self.switches(args)?;
-        let sn = &s.snap;
-        self.labels = group(s.nodes(), sn.node_labels.iter().map(|l| l.owner));
-        for rows in &mut self.labels {
-            rows.sort_by(|&a, &b| s.str(sn.node_labels[a].key).cmp(s.str(sn.node_labels[b].key)));
-        }
-        self.hard_taints = group(s.nodes(), sn.node_taints.iter().map(|t| t.node));
-        for rows in &mut self.hard_taints {
-            rows.retain(|&r| matches!(s.str(sn.node_taints[r].effect), "NoSchedule" | "NoExecute"));
-        }
-        self.selector = group(s.tasks(), sn.task_node_selector.iter().map(|l| l.owner));
-        self.tolerations = group(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
-        self.terms = group(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
-        for rows in &mut self.terms {
-            rows.sort_by_key(|&r| sn.task_affinity[r].term);
-        }
+        self.index(s);
+        self.start(s);
         Ok(())
     }
 
-    /// The indexes cover labels, taints, selectors, tolerations and affinity
-    /// terms: none of them moves between sessions that continue.
-    fn resume(&mut self, _: &Session, args: &Args) -> Result<bool, String> {
-        self.switches(args).map(|()| true)
+    /// The indexes cover labels, taints, selectors, tolerations and rules:
+    /// none of them moves between sessions that continue; where pods count
+    /// does.
+    fn resume(&mut self, s: &Session, args: &Args) -> Result<bool, String> {
+        self.switches(args)?;
+        self.start(s);
+        Ok(true)
+    }
+
+    fn on_event(&mut self, s: &Session, e: &Event, _: TaskStatus) {
+        if let Some((from, to)) = self.pods.settle(s, e.task) {
+            self.ports.moved(e.task, from, to);
+            self.interpod.shift(s, &mut self.pods, e.task, from, to);
+        }
     }
 
     /// Unresolvable failures are reported before the pod count, so a node that
@@ -214,7 +315,7 @@ impl Policy for Predicates {
     /// terms (most) passes NodeAffinity on every node.
     fn predicate_nodes(&mut self, s: &Session, task: u32, nodes: &[u32], fits: &mut Fits) {
         let t = task as usize;
-        let affinity = self.affinity && !(self.selector[t].is_empty() && self.terms[t].is_empty());
+        let affinity = self.affinity && self.rules.constrained(t);
         for (i, &n) in nodes.iter().enumerate() {
             if let Err(why) = self.check(s, t, n as usize, affinity) {
                 fits.reject(i, &why);
@@ -271,7 +372,8 @@ mod tests {
         fn expr(&mut self, task: u32, term: u32, k: &str, op: &str, values: &[&str]) {
             let (key, operator) = (self.b.string(k), self.b.string(op));
             let values = values.iter().map(|v| self.b.string(v)).collect();
-            self.b.snap.task_affinity.push(AffinityExpr { task, term, key, operator, values });
+            let e = AffinityExpr { task, group: 0, term, weight: 0, field: false, key, operator, values };
+            self.b.snap.task_affinity.push(e);
         }
         fn run(self, args: &[(&str, &str)], task: u32, node: u32) -> Result<(), Unfit> {
             let s = self.b.build();

@@ -19,13 +19,17 @@
 //! job touched are scored again.
 //!
 //! The assumption, stated in the contract: an answer about node A does not
-//! change when a task lands on node B. Allocate's argument `taskClasses:
-//! false` turns reuse off (every task searches and scores afresh).
+//! rise when a task lands on node B (it may fall: the chosen node is checked
+//! again). Pod affinity and topology spread break it, so tasks with them
+//! (and with preferred pod terms, whose scores move) get no class and
+//! search afresh. Allocate's argument `taskClasses: false` turns reuse off
+//! for every task.
 
 use super::{feasible_nodes, scores};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use tephra_contract::{EventKind, TaskStatus};
+use tephra_model::snapshot::CLASSLESS;
 use tephra_session::session::Session;
 
 /// A feasible node of a class.
@@ -113,7 +117,9 @@ impl Classes {
     /// before room once releasing pods leave, then the highest score, ties at
     /// random); `None` when no node fits (fit errors recorded).
     pub fn choose(&mut self, ssn: &mut Session, task: u32) -> Option<u32> {
-        if self.off {
+        // A classless task (pod affinity, spread: its answers can rise
+        // through placements elsewhere) searches afresh, like reuse off.
+        if self.off || ssn.extra.task_class[task as usize] == CLASSLESS {
             let nodes = feasible_nodes(ssn, task, true);
             return super::best_node(ssn, task, &nodes);
         }

@@ -87,7 +87,11 @@ fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {
             ssn.names.nodes[node as usize],
             voters.join(", ")
         );
-        let fits = |ssn: &mut Session| ssn.short(&req, node, true).is_none();
+        // The predicates again once victims go: a rule about pods (affinity
+        // to a victim, spread) may turn on the evictions themselves.
+        let fits = |ssn: &mut Session| {
+            ssn.short(&req, node, true).is_none() && ssn.policies.predicate(&ssn.events, t, &[node])[0].is_none()
+        };
         if evict_until_fits(ssn, stmt, t, node, victims, &reason, &fits) {
             return;
         }

@@ -24,7 +24,7 @@ pub mod world {
 }
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).
-pub const CONTRACT: &str = "0.4.0";
+pub const CONTRACT: &str = "0.5.0";
 
 /// An extension point as the WIT spells it ("node-order").
 pub fn point_name(p: ExtensionPoint) -> &'static str {

@@ -16,7 +16,7 @@
 
 use crate::controller::{self, Write, GROUP_ANNOTATION};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -65,11 +65,13 @@ pub enum Change {
     PodGroup(Box<Event<DynamicObject>>),
     Queue(Box<Event<DynamicObject>>),
     Class(Box<Event<PriorityClass>>),
+    /// Namespaces' labels, for pod affinity's `namespaceSelector`.
+    Namespace(Box<Event<Namespace>>),
 }
 
 /// The watches, in the order [`Change::stream`] numbers them.
-const STREAMS: [&str; 6] =
-    ["nodes", "pods", "bound pods of other schedulers", "podgroups", "queues", "priorityclasses"];
+const STREAMS: [&str; 7] =
+    ["nodes", "pods", "bound pods of other schedulers", "podgroups", "queues", "priorityclasses", "namespaces"];
 
 /// Where an event stands in a watch's (re)list.
 #[derive(PartialEq)]
@@ -115,6 +117,7 @@ impl Change {
             Change::PodGroup(_) => 3,
             Change::Queue(_) => 4,
             Change::Class(_) => 5,
+            Change::Namespace(_) => 6,
         }
     }
 
@@ -124,6 +127,7 @@ impl Change {
             Change::Pod { event, .. } => step(&**event),
             Change::PodGroup(e) | Change::Queue(e) => step(&**e),
             Change::Class(e) => step(&**e),
+            Change::Namespace(e) => step(&**e),
         }
     }
 }
@@ -181,7 +185,8 @@ impl Watches {
             forward(pods, others, tx.clone(), |event| Change::Pod { ours: false, event }, STREAMS[2]),
             forward(Api::all_with(client.clone(), &pgr), Default::default(), tx.clone(), Change::PodGroup, STREAMS[3]),
             forward(Api::all_with(client.clone(), &qr), Default::default(), tx.clone(), Change::Queue, STREAMS[4]),
-            forward(Api::all(client.clone()), Default::default(), tx, Change::Class, STREAMS[5]),
+            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Class, STREAMS[5]),
+            forward(Api::all(client.clone()), Default::default(), tx, Change::Namespace, STREAMS[6]),
         ];
         Watches { rx, tasks }
     }
@@ -274,12 +279,14 @@ pub struct Store {
     pub queues: HashMap<String, ObjMeta>,
     nodes: HashMap<String, (String, String)>,
     classes: HashMap<String, String>,
+    /// Namespace name → resourceVersion.
+    namespaces: HashMap<String, String>,
     index: Index,
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
     /// Keys listed so far by a relist under way, per stream.
-    relist: [Option<HashSet<String>>; 6],
-    synced: [bool; 6],
+    relist: [Option<HashSet<String>>; 7],
+    synced: [bool; 7],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -359,6 +366,7 @@ impl Store {
                         Change::Pod { event, .. } => listed_key(&**event),
                         Change::PodGroup(e) | Change::Queue(e) => listed_key(&**e),
                         Change::Class(e) => listed_key(&**e),
+                        Change::Namespace(e) => listed_key(&**e),
                     };
                     listed.extend(key);
                 }
@@ -383,7 +391,8 @@ impl Store {
             }
             3 => self.podgroups.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             4 => self.queues.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            _ => self.classes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            5 => self.classes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            _ => self.namespaces.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
         };
         for key in gone {
             match stream {
@@ -391,7 +400,8 @@ impl Store {
                 1 | 2 => self.pod_deleted(c, &key),
                 3 => self.podgroup_deleted(c, &key),
                 4 => self.queue_deleted(c, &key),
-                _ => self.class_deleted(c, &key),
+                5 => self.class_deleted(c, &key),
+                _ => self.namespace_deleted(c, &key),
             }
         }
     }
@@ -403,6 +413,7 @@ impl Store {
             Change::Pod { event, .. } => deleted_uid(&**event),
             Change::PodGroup(e) | Change::Queue(e) => deleted_uid(&**e),
             Change::Class(e) => deleted_uid(&**e),
+            Change::Namespace(e) => deleted_uid(&**e),
         };
         if let Some(uid) = gone_uid {
             self.bad.remove(&uid);
@@ -431,6 +442,11 @@ impl Store {
             Change::Class(e) => match *e {
                 Event::Apply(o) | Event::InitApply(o) => self.class_applied(c, &o),
                 Event::Delete(o) => self.class_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Namespace(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.namespace_applied(c, &o),
+                Event::Delete(o) => self.namespace_deleted(c, &key_of(&o)),
                 _ => {}
             },
         }
@@ -499,6 +515,27 @@ impl Store {
     fn class_deleted(&mut self, c: &mut Cluster, key: &str) {
         self.classes.remove(key);
         c.priority_classes.remove(key);
+    }
+
+    fn namespace_applied(&mut self, c: &mut Cluster, o: &Namespace) {
+        let (key, (_, rv)) = (key_of(o), ids(o));
+        if self.namespaces.get(&key) == Some(&rv) {
+            return;
+        }
+        match self.read(o, "Namespace", false) {
+            Some(Object::Namespace(name, labels)) => {
+                self.namespaces.insert(key, rv);
+                if c.namespaces.get(&name) != Some(&labels) {
+                    c.namespaces.insert(name, labels);
+                }
+            }
+            _ => self.namespace_deleted(c, &key),
+        }
+    }
+
+    fn namespace_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.namespaces.remove(key);
+        c.namespaces.remove(key);
     }
 
     fn queue_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
@@ -612,7 +649,7 @@ impl Store {
         self.pods.insert(key.clone(), meta);
         match self.index.pods.get(&key) {
             Some(&i) if same_pod && c.pods[i].same_spec(&pod) => {
-                if c.pods[i] != pod {
+                if c.pods[i] != *pod {
                     let s = c.pods.status_mut(i);
                     *s.node = pod.node;
                     *s.nominated_node = pod.nominated_node;
@@ -621,9 +658,9 @@ impl Store {
                     *s.started = pod.started;
                 }
             }
-            Some(&i) => c.pods[i] = pod,
+            Some(&i) => c.pods[i] = *pod,
             None => {
-                push(&mut c.pods, &mut self.index.pods, key, pod);
+                push(&mut c.pods, &mut self.index.pods, key, *pod);
                 self.reorder = true;
             }
         }

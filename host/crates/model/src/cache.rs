@@ -9,7 +9,7 @@
 use crate::cluster::{Cluster, PriorityClass};
 use crate::resource::PODS;
 use crate::snapshot::{
-    class_of, dense_row, job_phase, job_signature, move_on_nodes, node_share, task_status, Built, Moved,
+    class_of, dense_row, job_phase, job_signature, move_on_nodes, node_share, resident_at, task_status, Built, Moved,
     StatusOverrides, NONE,
 };
 use crate::tracked::{Changes, Mark};
@@ -50,6 +50,9 @@ impl Marks {
 pub struct Basis {
     pub(crate) marks: Marks,
     pub(crate) classes: BTreeMap<String, PriorityClass>,
+    pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// The label keys selectors read (what classes cover of labels).
+    pub(crate) selector_keys: Vec<String>,
     /// Whether status overrides applied (a scenario's session: never kept).
     pub(crate) overrides: bool,
     /// Per job, [`job_signature`].
@@ -61,6 +64,8 @@ pub struct Basis {
     /// Per pod that is not a task, the node and status its usage counts on.
     pub(crate) pod_node: Vec<u32>,
     pub(crate) pod_status: Vec<TaskStatus>,
+    /// Per pod, its resident (`NONE`: a task).
+    pub(crate) pod_resident: Vec<u32>,
     /// Tasks the session moved.
     pub touched: Vec<u32>,
     /// The session's id (set when it is assembled).
@@ -112,6 +117,7 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     let unchanged = |ch: Changes| ch == Changes::Status(Vec::new());
     if !overrides.is_empty()
         || b.classes != c.priority_classes
+        || b.namespaces != c.namespaces
         || !unchanged(c.nodes.changes_since(nodes?))
         || !unchanged(c.queues.changes_since(queues?))
     {
@@ -139,7 +145,7 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         }
     }
     let look = Lookup { c, names: &k.names.nodes, index: &k.node_index };
-    let mut moved = Moved { base: basis.session, tasks: Vec::new(), nodes: Vec::new() };
+    let mut moved = Moved { base: basis.session, tasks: Vec::new(), nodes: Vec::new(), residents: Vec::new() };
     // Tasks to settle, marked rather than sorted (up to every task).
     let mut settle = vec![false; snap.task_job.len()];
     std::mem::take(&mut basis.touched).into_iter().for_each(|t| settle[t as usize] = true);
@@ -163,14 +169,25 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
             moved.nodes.extend([old_node, node]);
         }
         (basis.pod_node[i], basis.pod_status[i]) = (node, status);
+        let r = basis.pod_resident[i] as usize;
+        if snap.resident_node[r] != resident_at(node, status) {
+            snap.resident_node[r] = resident_at(node, status);
+            moved.residents.push(r as u32);
+        }
     }
     for (j, _) in reclass.iter().enumerate().filter(|(_, &r)| r) {
         extra.job_tasks[j].iter().for_each(|&t| settle[t as usize] = true);
     }
 
     let todo: Vec<u32> = (0..settle.len() as u32).filter(|&t| settle[t as usize]).collect();
-    let jobs =
-        Jobs { task_job: &snap.task_job, task_resreq: &snap.task_resreq, d, sig: &basis.job_sig, reclass: &reclass };
+    let jobs = Jobs {
+        task_job: &snap.task_job,
+        task_resreq: &snap.task_resreq,
+        d,
+        sig: &basis.job_sig,
+        reclass: &reclass,
+        keys: &basis.selector_keys,
+    };
     let columns = Columns {
         from: 0,
         node: &mut snap.task_node,
@@ -255,6 +272,7 @@ struct Jobs<'a> {
     d: usize,
     sig: &'a [u64],
     reclass: &'a [bool],
+    keys: &'a [String],
 }
 
 /// The task columns settling writes, from task `from` on.
@@ -316,7 +334,7 @@ fn settle_tasks(look: &Lookup, jobs: &Jobs, task_pod: &[usize], cols: Columns, t
         let j = jobs.task_job[ti] as usize;
         cols.class[i] = match status {
             TaskStatus::Pending if cols.class[i] == 0 || jobs.reclass[j] => {
-                class_of(p, &jobs.task_resreq[ti * d..(ti + 1) * d], jobs.sig[j])
+                class_of(p, &jobs.task_resreq[ti * d..(ti + 1) * d], jobs.sig[j], jobs.keys)
             }
             TaskStatus::Pending => cols.class[i],
             _ => 0,

@@ -22,12 +22,56 @@ pub struct Toleration {
     pub effect: String,
 }
 
-/// One match expression of a required node-affinity term.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// One match expression of a node-affinity term or a label selector
+/// (`matchLabels` entries are `In` with one value).
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct MatchExpr {
     pub key: String,
     pub operator: String,
     pub values: Vec<String>,
+    /// A node-affinity `matchFields` expression (key `metadata.name`).
+    pub field: bool,
+}
+
+/// A label selector: its requirements ANDed; `None` where the API object
+/// had none, which matches no pod.
+pub type Selector = Option<Vec<MatchExpr>>;
+
+/// A pod affinity or anti-affinity term.
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
+pub struct PodTerm {
+    pub anti: bool,
+    /// 0: required; otherwise the preferred term's weight.
+    pub weight: i32,
+    pub topology_key: String,
+    /// `labelSelector` with `matchLabelKeys`/`mismatchLabelKeys` merged in.
+    pub selector: Selector,
+    pub namespaces: Vec<String>,
+    /// `namespaceSelector` (`Some(empty)`: every namespace).
+    pub namespace_selector: Selector,
+}
+
+/// A topology spread constraint.
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
+pub struct Spread {
+    pub max_skew: u32,
+    pub topology_key: String,
+    /// `whenUnsatisfiable: DoNotSchedule`.
+    pub hard: bool,
+    /// `labelSelector` with `matchLabelKeys` merged in.
+    pub selector: Selector,
+    /// 0: unset.
+    pub min_domains: u32,
+    pub honor_affinity: bool,
+    pub honor_taints: bool,
+}
+
+/// A container port bound on the node.
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
+pub struct HostPort {
+    pub port: u32,
+    pub protocol: String,
+    pub ip: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -224,6 +268,12 @@ pub struct Pod {
     pub tolerations: Vec<Toleration>,
     /// Required node-affinity terms (ORed), each a list of ANDed expressions.
     pub affinity: Vec<Vec<MatchExpr>>,
+    /// Preferred node-affinity terms with their weights.
+    pub preferred: Vec<(i32, Vec<MatchExpr>)>,
+    /// Pod affinity and anti-affinity terms, required and preferred.
+    pub pod_terms: Vec<PodTerm>,
+    pub spread: Vec<Spread>,
+    pub ports: Vec<HostPort>,
     pub annotations: BTreeMap<String, String>,
     pub labels: BTreeMap<String, String>,
     pub created: i64,
@@ -275,6 +325,8 @@ pub struct Cluster {
     pub podgroups: Tracked<PodGroup>,
     pub pods: Tracked<Pod>,
     pub priority_classes: BTreeMap<String, PriorityClass>,
+    /// Namespace labels, for pod affinity's `namespaceSelector`.
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 /// The part of a pod that changes as it is scheduled and runs.

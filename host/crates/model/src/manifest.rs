@@ -1,4 +1,4 @@
-//! Reads Kubernetes manifests unchanged: Node and Pod (v1), Queue and
+//! Reads Kubernetes manifests unchanged: Node, Pod and Namespace (v1), Queue and
 //! PodGroup (`scheduling.volcano.sh/v1beta1`), Volcano Job
 //! (`batch.volcano.sh/v1alpha1`, expanded as its job controller does),
 //! PriorityClass, and a ConfigMap holding `volcano-scheduler.conf`.
@@ -13,6 +13,8 @@ use serde::Deserialize;
 use serde_yaml::Value;
 use std::collections::BTreeMap;
 
+mod rules;
+
 /// Simulator annotation: the object appears this many seconds into the run.
 pub const ARRIVE_AT: &str = "tephra.io/arrive-at";
 /// Simulator annotation: a running pod completes after this many seconds.
@@ -26,8 +28,11 @@ pub enum Object {
     Node(Node),
     Queue(Queue),
     PodGroup(PodGroup),
-    Pod(Pod),
+    /// Boxed: a pod with its placement rules is the largest object by far.
+    Pod(Box<Pod>),
     PriorityClass(String, PriorityClass),
+    /// A Namespace's name and labels.
+    Namespace(String, BTreeMap<String, String>),
     Config(SchedulerConfig),
 }
 
@@ -213,6 +218,12 @@ fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
     pod.priority = int(at, spec, "priority")?.map(|p| p as i32);
     pod.priority_class = string(at, spec, "priorityClassName")?;
     pod.preempt_never = string(at, spec, "preemptionPolicy")?.as_deref() == Some("Never");
+    placement(at, spec, pod)
+}
+
+/// A pod spec's placement rules (pod labels read already): node selector,
+/// tolerations, affinity, spread, host ports, and what is not evaluated.
+fn placement(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
     pod.node_selector = map(at, spec, "nodeSelector")?;
     for (i, t) in seq(at, spec, "tolerations")?.iter().enumerate() {
         let f = |k: &str| string(at, t, k).map(Option::unwrap_or_default);
@@ -226,21 +237,15 @@ fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
         pod.tolerations.push(tol);
     }
     pod.unevaluated = unevaluated(spec);
-    let terms_path = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
-    for term in seq(at, spec, terms_path)? {
-        let mut exprs = Vec::new();
-        for e in seq(at, term, "matchExpressions")? {
-            let key = string(at, e, "key")?.ok_or_else(|| at.err(terms_path, "matchExpressions entry without key"))?;
-            let operator = string(at, e, "operator")?.unwrap_or_default();
-            if !["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"].contains(&operator.as_str()) {
-                return Err(at.err(terms_path, format!("unknown operator {operator:?}")));
-            }
-            let values = seq(at, e, "values")?.iter().filter_map(crate::config::scalar_string).collect();
-            exprs.push(MatchExpr { key, operator, values });
-        }
-        pod.affinity.push(exprs);
-    }
+    rules::read(at, spec, pod)?;
     Ok(())
+}
+
+/// Reads the placement rules of `spec` (a PodSpec) into `pod`, whose labels
+/// are set: for objects that are not whole manifests (scenario files).
+/// Errors name `origin`, `object` and the field.
+pub fn read_placement(origin: &str, object: &str, spec: &Value, pod: &mut Pod) -> Result<()> {
+    placement(&At { origin, object: object.to_string() }, spec, pod)
 }
 
 /// The placement rules of a pod spec that tephra does not evaluate yet, by
@@ -253,33 +258,6 @@ fn unevaluated(spec: &Value) -> Vec<String> {
         Some(Value::Null) | None => false,
         Some(_) => true,
     };
-    for rule in ["podAffinity", "podAntiAffinity"] {
-        if present(&format!("affinity.{rule}.requiredDuringSchedulingIgnoredDuringExecution")) {
-            out.push(format!("spec.affinity.{rule}.requiredDuringSchedulingIgnoredDuringExecution"));
-        }
-    }
-    let terms = get(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
-    if let Some(Value::Sequence(terms)) = terms {
-        if terms.iter().any(|t| get(t, "matchFields").is_some_and(|m| !matches!(m, Value::Null))) {
-            out.push("spec.affinity.nodeAffinity…nodeSelectorTerms[].matchFields".into());
-        }
-    }
-    if let Some(Value::Sequence(cs)) = get(spec, "topologySpreadConstraints") {
-        let hard = |c: &Value| get(c, "whenUnsatisfiable").and_then(Value::as_str).is_none_or(|w| w == "DoNotSchedule");
-        if cs.iter().any(hard) {
-            out.push("spec.topologySpreadConstraints (DoNotSchedule)".into());
-        }
-    }
-    let host_port = |list: &str| match get(spec, list) {
-        Some(Value::Sequence(cs)) => cs.iter().any(|c| match get(c, "ports") {
-            Some(Value::Sequence(ps)) => ps.iter().any(|p| get(p, "hostPort").is_some_and(|v| v.as_u64() != Some(0))),
-            _ => false,
-        }),
-        _ => false,
-    };
-    if host_port("containers") || host_port("initContainers") {
-        out.push("spec.containers[].ports[].hostPort".into());
-    }
     if let Some(Value::Sequence(vs)) = get(spec, "volumes") {
         if vs.iter().any(|v| get(v, "persistentVolumeClaim").is_some() || get(v, "ephemeral").is_some()) {
             out.push("spec.volumes[].persistentVolumeClaim".into());
@@ -341,9 +319,6 @@ pub fn from_value(v: &Value, origin: &str) -> Result<Object> {
 
 fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>> {
     let api = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if kind == "Namespace" {
-        return Ok(vec![]);
-    }
     let Meta { name, namespace, annotations, labels, created } = meta(at, v, seqno)?;
     let at_time = match annotations.get(ARRIVE_AT) {
         Some(s) => {
@@ -473,12 +448,12 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 created,
                 ..Default::default()
             };
+            pod.labels = labels;
             let spec = get(v, "spec").ok_or_else(|| at.err("spec", "missing"))?;
             pod_spec(at, spec, &mut pod)?;
             pod.estimated_ms = estimate(at, &annotations)?;
             pod.annotations = annotations;
-            pod.labels = labels;
-            Object::Pod(pod)
+            Object::Pod(Box::new(pod))
         }
         "Job" if api.starts_with("batch.volcano.sh/") => vcjob(at, v, name, namespace, annotations, created)?,
         "PriorityClass" => {
@@ -492,6 +467,10 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 },
             )
         }
+        "Namespace" => {
+            expect_api("v1")?;
+            Object::Namespace(name, labels)
+        }
         "ConfigMap" => match v.get("data").and_then(|d| d.get("volcano-scheduler.conf")).and_then(Value::as_str) {
             Some(text) => Object::Config(SchedulerConfig::parse(
                 text,
@@ -501,7 +480,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         },
         other => bail!(
             "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
-             ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
+             Namespace, ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
              scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
             at.object
@@ -612,29 +591,89 @@ mod tests {
         };
         let plain = "  containers: [{name: c, ports: [{containerPort: 80}]}]\n";
         assert!(pod(plain).is_empty());
-        let soft = "  containers: [{name: c}]\n  topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}]\n  affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}\n";
-        assert!(pod(soft).is_empty(), "preferences are not placement rules");
         let hard = "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 80}]}]
   topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone}]
   affinity:
     podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: h}]}
-    nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}}
   volumes: [{name: v, persistentVolumeClaim: {claimName: c}}]
   resourceClaims: [{name: gpu}]
   schedulingGates: [{name: wait}]
 ";
         assert_eq!(
             pod(hard),
-            [
-                "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
-                "spec.affinity.nodeAffinity…nodeSelectorTerms[].matchFields",
-                "spec.topologySpreadConstraints (DoNotSchedule)",
-                "spec.containers[].ports[].hostPort",
-                "spec.volumes[].persistentVolumeClaim",
-                "spec.resourceClaims",
-                "spec.schedulingGates",
-            ]
+            ["spec.volumes[].persistentVolumeClaim", "spec.resourceClaims", "spec.schedulingGates"],
+            "the rules tephra evaluates are not listed"
         );
+    }
+
+    #[test]
+    fn placement_rules_are_read_with_label_keys_merged() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, labels: {app: web, rev: r7}}
+spec:
+  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080, hostIP: 10.0.0.1}, {containerPort: 81}]}]
+  initContainers: [{name: s, restartPolicy: Always, ports: [{containerPort: 90, hostPort: 90, protocol: UDP}]}]
+  topologySpreadConstraints:
+  - {maxSkew: 2, topologyKey: zone, minDomains: 3, labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [rev, absent]}
+  - {maxSkew: 1, topologyKey: host, whenUnsatisfiable: ScheduleAnyway, nodeTaintsPolicy: Honor}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]
+      preferredDuringSchedulingIgnoredDuringExecution: [{weight: 5, preference: {matchExpressions: [{key: gpu, operator: Exists}]}}]
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: h, labelSelector: {matchLabels: {app: web}}, mismatchLabelKeys: [rev], namespaceSelector: {}}
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 10, podAffinityTerm: {topologyKey: zone, namespaces: [other]}}
+";
+        let Object::Pod(p) = parse(text, "t.yaml").unwrap().remove(0).object else { unreachable!() };
+        let e = |k: &str, op: &str, v: &[&str]| MatchExpr {
+            key: k.into(),
+            operator: op.into(),
+            values: v.iter().map(|s| s.to_string()).collect(),
+            field: false,
+        };
+        assert_eq!(p.affinity, [vec![MatchExpr { field: true, ..e("metadata.name", "In", &["n1"]) }]]);
+        assert_eq!(p.preferred, [(5, vec![e("gpu", "Exists", &[])])]);
+        let ports: Vec<(u32, &str, &str)> =
+            p.ports.iter().map(|h| (h.port, h.protocol.as_str(), h.ip.as_str())).collect();
+        assert_eq!(ports, [(8080, "TCP", "10.0.0.1"), (90, "UDP", "0.0.0.0")]);
+        assert_eq!(p.spread.len(), 2);
+        assert_eq!(p.spread[0].selector, Some(vec![e("app", "In", &["web"]), e("rev", "In", &["r7"])]));
+        assert!(p.spread[0].hard && p.spread[0].honor_affinity && !p.spread[0].honor_taints);
+        assert_eq!((p.spread[0].min_domains, p.spread[0].max_skew), (3, 2));
+        assert!(!p.spread[1].hard && p.spread[1].honor_taints && p.spread[1].selector.is_none());
+        let anti = &p.pod_terms[0];
+        assert!(anti.anti && anti.weight == 0 && anti.namespace_selector == Some(vec![]));
+        assert_eq!(anti.selector, Some(vec![e("app", "In", &["web"]), e("rev", "NotIn", &["r7"])]));
+        let soft = &p.pod_terms[1];
+        assert_eq!(
+            (soft.weight, soft.selector.is_none(), soft.namespaces.as_slice()),
+            (10, true, &["other".to_string()][..])
+        );
+
+        for (spec, field) in [
+            ("topologySpreadConstraints: [{maxSkew: 0, topologyKey: z}]", "spec.topologySpreadConstraints[0].maxSkew"),
+            ("topologySpreadConstraints: [{maxSkew: 1}]", "spec.topologySpreadConstraints[0].topologyKey"),
+            (
+                "topologySpreadConstraints: [{maxSkew: 1, topologyKey: z, whenUnsatisfiable: Never}]",
+                "spec.topologySpreadConstraints[0].whenUnsatisfiable",
+            ),
+            (
+                "affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {}}]}}",
+                "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+            ),
+            (
+                "affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: h, labelSelector: {matchExpressions: [{key: a, operator: Gt, values: ['1']}]}}]}}",
+                "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator",
+            ),
+            ("containers: [{name: c, ports: [{hostPort: 70000}]}]", "spec.containers[0].ports[0].hostPort"),
+        ] {
+            let text = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: ns}}\nspec:\n  {spec}\n");
+            let err = parse(&text, "t.yaml").unwrap_err().to_string();
+            assert!(err.starts_with(&format!("t.yaml: Pod ns/p: {field}: ")), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
     }
 
     #[test]

@@ -9,9 +9,10 @@ use crate::resource::{self, BASE_DIMS, PODS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
-use tephra_contract::{
-    AffinityExpr, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration,
-};
+use tephra_contract::{JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
+
+mod rules;
+pub use rules::{classless, selector_keys, selects};
 
 /// A map keyed by names, hashed fast: the snapshot build looks names up
 /// hundreds of thousands of times per cycle.
@@ -26,6 +27,9 @@ fn class_hasher() -> impl std::hash::Hasher {
 
 /// The id meaning "none".
 pub const NONE: u32 = u32::MAX;
+
+/// The class of a pending task that gets no class (see [`classless`]).
+pub const CLASSLESS: u64 = u64::MAX;
 
 /// Set once a cluster had a pod requesting a resource that no node, queue or
 /// group names: later builds then scan pods for dimensions up front.
@@ -112,6 +116,8 @@ pub struct Moved {
     pub base: u64,
     pub tasks: Vec<u32>,
     pub nodes: Vec<u32>,
+    /// Residents whose node changed.
+    pub residents: Vec<u32>,
 }
 
 /// A hash of what plugins may read about a job except its id, name and
@@ -129,10 +135,18 @@ pub fn job_signature(g: &crate::cluster::PodGroup, queue: u32) -> u64 {
 }
 
 /// The class hash of a pending pod of a job with signature `job` (see
-/// [`Extra::task_class`]).
-pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64) -> u64 {
+/// [`Extra::task_class`]); `keys`: the label keys selectors read
+/// ([`selector_keys`]).
+pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &[String]) -> u64 {
     use std::hash::{Hash, Hasher};
+    if classless(p) {
+        return CLASSLESS;
+    }
     let mut h = class_hasher();
+    for k in keys {
+        p.labels.get(k).hash(&mut h);
+    }
+    (&p.preferred, &p.pod_terms, &p.ports).hash(&mut h);
     job.hash(&mut h);
     req.iter().for_each(|v| v.to_bits().hash(&mut h));
     (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
@@ -142,13 +156,8 @@ pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64) -> u64 {
     for t in &p.tolerations {
         (&t.key, &t.operator, &t.value, &t.effect).hash(&mut h);
     }
-    for term in &p.affinity {
-        term.len().hash(&mut h);
-        for e in term {
-            (&e.key, &e.operator, &e.values).hash(&mut h);
-        }
-    }
-    h.finish()
+    p.affinity.hash(&mut h);
+    h.finish().min(CLASSLESS - 1)
 }
 
 struct Interner {
@@ -255,6 +264,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         resource::add_scaled(&mut snap.total, &row, 1.0);
         snap.node_allocatable.extend(&row);
         snap.node_unschedulable.push(n.unschedulable);
+        snap.node_name.push(strings.id(&n.name));
         for (k, v) in &n.labels {
             snap.node_labels.push(Label { owner: i as u32, key: strings.id(k), value: strings.id(v) });
         }
@@ -346,6 +356,8 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     }
 
     // Tasks, and node usage from every pod on a node (other schedulers' too).
+    let keys = selector_keys(cluster.pods.iter());
+    let mut residents = rules::Residents::default();
     let mut req = Vec::with_capacity(d);
     for (pi, p) in cluster.pods.iter().enumerate() {
         if !dense_into(&p.requests, &mut req) {
@@ -367,10 +379,14 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
             basis.pod_task.push(NONE);
             basis.pod_node.push(node);
             basis.pod_status.push(status);
+            basis.pod_resident.push(snap.resident_node.len() as u32);
+            let at = resident_at(node, status);
+            rules::resident(&mut strings, &cluster.namespaces, &mut snap, &mut residents, p, at);
             continue;
         };
         let t = snap.task_job.len() as u32;
         basis.pod_task.push(t);
+        basis.pod_resident.push(NONE);
         basis.pod_node.push(NONE);
         basis.pod_status.push(status);
         names.tasks.push(p.key());
@@ -388,7 +404,8 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
             (!p.unevaluated.is_empty())
                 .then(|| format!("{} not evaluated by tephra yet", p.unevaluated.join(", ")).into()),
         );
-        extra.task_class.push(if status == TaskStatus::Pending { class_of(p, &req, job_sig[j as usize]) } else { 0 });
+        let class = if status == TaskStatus::Pending { class_of(p, &req, job_sig[j as usize], &keys) } else { 0 };
+        extra.task_class.push(class);
         extra.job_tasks[j as usize].push(t);
         snap.task_job.push(j);
         snap.task_status.push(status);
@@ -416,23 +433,15 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
                 effect: strings.id(&tol.effect),
             });
         }
-        for (term, exprs) in p.affinity.iter().enumerate() {
-            for e in exprs {
-                let values = e.values.iter().map(|v| strings.id(v)).collect();
-                snap.task_affinity.push(AffinityExpr {
-                    task: t,
-                    term: term as u32,
-                    key: strings.id(&e.key),
-                    operator: strings.id(&e.operator),
-                    values,
-                });
-            }
-        }
+        rules::task(&mut strings, &cluster.namespaces, &mut snap, p, t);
     }
+    residents.append(&mut snap);
     snap.strings = strings.strings;
     snap.now_ms = now_ms;
     basis.marks = Marks::of(cluster);
     basis.classes = cluster.priority_classes.clone();
+    basis.namespaces = cluster.namespaces.clone();
+    basis.selector_keys = keys;
     basis.job_sig = job_sig;
     basis.overrides = !overrides.is_empty();
     let names = Arc::new(names);
@@ -525,6 +534,22 @@ pub fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         task_node_selector: vec![],
         task_tolerations: vec![],
         task_affinity: vec![],
+        node_name: vec![],
+        resident_node: vec![],
+        resident_namespace: vec![],
+        pod_labels: vec![],
+        pod_terms: vec![],
+        pod_ports: vec![],
+        task_spread: vec![],
+    }
+}
+
+/// Where a resident counts for placement rules: its node, unless it finished.
+pub fn resident_at(node: u32, status: TaskStatus) -> u32 {
+    if matches!(status, TaskStatus::Succeeded | TaskStatus::Failed) {
+        NONE
+    } else {
+        node
     }
 }
 

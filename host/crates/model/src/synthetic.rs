@@ -70,8 +70,12 @@ pub fn generate(spec: &Spec) -> Cluster {
         c.nodes.push(Node {
             name: format!("node-{i}"),
             allocatable: alloc,
-            labels: [("volcano.sh/nodegroup-name".to_string(), group), ("zone".into(), format!("zone-{}", i % 3))]
-                .into(),
+            labels: [
+                ("volcano.sh/nodegroup-name".to_string(), group),
+                ("zone".into(), format!("zone-{}", i % 3)),
+                ("kubernetes.io/hostname".into(), format!("node-{i}")),
+            ]
+            .into(),
             ..Default::default()
         });
     }
@@ -129,6 +133,59 @@ pub fn generate(spec: &Spec) -> Cluster {
     place_first_fit(&mut c);
     add_jobs(&mut c, spec.pending_pods, false, &mut rng);
     c
+}
+
+/// Gives whole pending jobs, in creation order, until `percent` % of the
+/// pending pods carry one: every other such job's pods repel each other
+/// (required pod anti-affinity on `kubernetes.io/hostname`), the others
+/// spread over zones (`maxSkew: 1`, `DoNotSchedule`). Each such pod is
+/// labelled `app: <job>`, which the rule selects.
+pub fn add_pod_rules(c: &mut Cluster, percent: u32) {
+    let pending = c.pods.iter().filter(|p| p.node.is_none()).count();
+    let want = pending * percent as usize / 100;
+    let mut of_job: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, p) in c.pods.iter().enumerate().filter(|(_, p)| p.node.is_none()) {
+        if let Some(g) = &p.group {
+            of_job.entry((p.namespace.clone(), g.clone())).or_default().push(i);
+        }
+    }
+    let (mut given, mut jobs) = (0, 0);
+    for g in 0..c.podgroups.len() {
+        if given >= want {
+            break;
+        }
+        let (ns, name) = (c.podgroups[g].namespace.clone(), c.podgroups[g].name.clone());
+        let Some(members) = of_job.remove(&(ns, name.clone())) else { continue };
+        let selector = Some(vec![MatchExpr {
+            key: "app".into(),
+            operator: "In".into(),
+            values: vec![name.clone()],
+            field: false,
+        }]);
+        for &i in &members {
+            let pod = &mut c.pods[i];
+            pod.labels.insert("app".into(), name.clone());
+            if jobs % 2 == 0 {
+                pod.pod_terms.push(PodTerm {
+                    anti: true,
+                    topology_key: "kubernetes.io/hostname".into(),
+                    selector: selector.clone(),
+                    ..Default::default()
+                });
+            } else {
+                pod.spread.push(Spread {
+                    max_skew: 1,
+                    topology_key: "zone".into(),
+                    hard: true,
+                    selector: selector.clone(),
+                    honor_affinity: true,
+                    ..Default::default()
+                });
+            }
+        }
+        given += members.len();
+        jobs += 1;
+    }
 }
 
 /// A tiny cluster for tests: nodes `n1..` with `node_cpu` millicores, queue

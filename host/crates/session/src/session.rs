@@ -184,6 +184,8 @@ impl Session {
             node_releasing: rows(&snap.node_releasing),
             node_pipelined: rows(&snap.node_pipelined),
             nodes: m.nodes,
+            resident_node: m.residents.iter().map(|&r| snap.resident_node[r as usize]).collect(),
+            residents: m.residents,
             node_locked_job: snap.node_locked_job.clone(),
             node_locked_queue: snap.node_locked_queue.clone(),
             job_phase: snap.job_phase.clone(),

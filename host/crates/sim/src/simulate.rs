@@ -160,10 +160,13 @@ impl Sim {
                 Object::Pod(p) => {
                     names.push(format!("pod {}", p.key()));
                     c.pods.retain(|x| x.key() != p.key());
-                    c.pods.push(p);
+                    c.pods.push(*p);
                 }
                 Object::PriorityClass(n, p) => {
                     c.priority_classes.insert(n, p);
+                }
+                Object::Namespace(n, labels) => {
+                    c.namespaces.insert(n, labels);
                 }
                 Object::Config(_) => {}
             }

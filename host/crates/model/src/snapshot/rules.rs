@@ -1,0 +1,179 @@
+//! The placement-rule columns of a snapshot: node names, pod labels, pod
+//! (anti-)affinity terms with their namespaces resolved, topology spread
+//! constraints, host ports, node-affinity terms, and the pods on nodes
+//! that are not tasks (residents), which those rules see too.
+
+use super::Interner;
+use crate::cluster::{MatchExpr, Pod, PodTerm, Selector};
+use std::collections::BTreeMap;
+use tephra_contract as c;
+
+/// Rows of residents, numbered from 0 until the task count is known.
+#[derive(Default)]
+pub(super) struct Residents {
+    labels: Vec<c::Label>,
+    terms: Vec<c::PodTerm>,
+    ports: Vec<c::HostPort>,
+}
+
+impl Residents {
+    /// Appends the residents' rows to `snap`, their owners now after the tasks.
+    pub(super) fn append(self, snap: &mut c::Snapshot) {
+        let tasks = snap.task_job.len() as u32;
+        snap.pod_labels.extend(self.labels.into_iter().map(|l| c::Label { owner: l.owner + tasks, ..l }));
+        snap.pod_terms.extend(self.terms.into_iter().map(|t| c::PodTerm { pod: t.pod + tasks, ..t }));
+        snap.pod_ports.extend(self.ports.into_iter().map(|p| c::HostPort { pod: p.pod + tasks, ..p }));
+    }
+}
+
+/// Whether `labels` satisfy every requirement of `sel` (`None` matches nothing).
+pub fn selects(sel: &Selector, labels: &BTreeMap<String, String>) -> bool {
+    let Some(reqs) = sel else { return false };
+    reqs.iter().all(|r| {
+        let v = labels.get(&r.key);
+        match r.operator.as_str() {
+            "In" => v.is_some_and(|v| r.values.contains(v)),
+            "NotIn" => v.is_none_or(|v| !r.values.contains(v)),
+            "Exists" => v.is_some(),
+            "DoesNotExist" => v.is_none(),
+            _ => false,
+        }
+    })
+}
+
+fn requirements(s: &mut Interner, reqs: &[MatchExpr]) -> Vec<c::Requirement> {
+    reqs.iter()
+        .map(|r| c::Requirement {
+            key: s.id(&r.key),
+            operator: s.id(&r.operator),
+            values: r.values.iter().map(|v| s.id(v)).collect(),
+        })
+        .collect()
+}
+
+/// A pod term with its namespaces resolved: the listed ones and those the
+/// namespace selector picks among `namespaces`; neither: the pod's own.
+fn term(
+    s: &mut Interner,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    p: &Pod,
+    t: &PodTerm,
+    pod: u32,
+) -> c::PodTerm {
+    let all = t.namespace_selector.as_ref().is_some_and(Vec::is_empty);
+    let mut ns: Vec<&str> = t.namespaces.iter().map(String::as_str).collect();
+    if !all && t.namespace_selector.is_some() {
+        ns.extend(namespaces.iter().filter(|(_, l)| selects(&t.namespace_selector, l)).map(|(n, _)| n.as_str()));
+    }
+    if ns.is_empty() && t.namespace_selector.is_none() {
+        ns.push(&p.namespace);
+    }
+    ns.sort_unstable();
+    ns.dedup();
+    c::PodTerm {
+        pod,
+        anti: t.anti,
+        weight: t.weight,
+        topology_key: s.id(&t.topology_key),
+        selector: requirements(s, t.selector.as_deref().unwrap_or_default()),
+        matches_nothing: t.selector.is_none(),
+        namespaces: ns.into_iter().map(|n| s.id(n)).collect(),
+        all_namespaces: all,
+    }
+}
+
+/// The rows every pod has, task or resident: labels, terms, host ports.
+fn pod_rows(
+    s: &mut Interner,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    p: &Pod,
+    pod: u32,
+    (labels, terms, ports): (&mut Vec<c::Label>, &mut Vec<c::PodTerm>, &mut Vec<c::HostPort>),
+) {
+    for (k, v) in &p.labels {
+        labels.push(c::Label { owner: pod, key: s.id(k), value: s.id(v) });
+    }
+    for t in &p.pod_terms {
+        terms.push(term(s, namespaces, p, t, pod));
+    }
+    for hp in &p.ports {
+        ports.push(c::HostPort { pod, port: hp.port, protocol: s.id(&hp.protocol), ip: s.id(&hp.ip) });
+    }
+}
+
+/// A resident (a pod on a node that is not a task): `node` is where it
+/// counts (`NONE`: nowhere, or finished).
+pub(super) fn resident(
+    s: &mut Interner,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    snap: &mut c::Snapshot,
+    out: &mut Residents,
+    p: &Pod,
+    node: u32,
+) {
+    let r = snap.resident_node.len() as u32;
+    snap.resident_node.push(node);
+    snap.resident_namespace.push(s.id(&p.namespace));
+    pod_rows(s, namespaces, p, r, (&mut out.labels, &mut out.terms, &mut out.ports));
+}
+
+/// A task's rules: its pod rows, node-affinity terms and spread constraints.
+pub(super) fn task(
+    s: &mut Interner,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    snap: &mut c::Snapshot,
+    p: &Pod,
+    t: u32,
+) {
+    pod_rows(s, namespaces, p, t, (&mut snap.pod_labels, &mut snap.pod_terms, &mut snap.pod_ports));
+    let required = p.affinity.iter().map(|term| (0, term));
+    let preferred = p.preferred.iter().map(|(w, term)| (*w, term));
+    for (term, (weight, exprs)) in required.chain(preferred).enumerate() {
+        for e in exprs {
+            snap.task_affinity.push(c::AffinityExpr {
+                task: t,
+                group: 0,
+                term: term as u32,
+                weight,
+                field: e.field,
+                key: s.id(&e.key),
+                operator: s.id(&e.operator),
+                values: e.values.iter().map(|v| s.id(v)).collect(),
+            });
+        }
+    }
+    for sp in &p.spread {
+        snap.task_spread.push(c::Spread {
+            task: t,
+            max_skew: sp.max_skew,
+            topology_key: s.id(&sp.topology_key),
+            hard: sp.hard,
+            selector: requirements(s, sp.selector.as_deref().unwrap_or_default()),
+            matches_nothing: sp.selector.is_none(),
+            min_domains: sp.min_domains,
+            honor_node_affinity: sp.honor_affinity,
+            honor_taints: sp.honor_taints,
+        });
+    }
+}
+
+/// Whether answers about a pod can rise through placements elsewhere (pod
+/// affinity, spread) or its scores move with them (preferred terms): such a
+/// task gets no class (see `actions::classes`). Required anti-affinity and
+/// host ports only ever turn a node down, which a class checks anyway.
+pub fn classless(p: &Pod) -> bool {
+    !p.spread.is_empty() || p.pod_terms.iter().any(|t| !t.anti || t.weight > 0)
+}
+
+/// The label keys any pod's selector reads: a task's class covers its
+/// values of these keys (another pod's anti-affinity may turn on them).
+pub fn selector_keys<'a>(pods: impl Iterator<Item = &'a Pod>) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for p in pods {
+        let sels = p.pod_terms.iter().map(|t| &t.selector).chain(p.spread.iter().map(|s| &s.selector));
+        keys.extend(sels.flatten().flatten().map(|r| r.key.clone()));
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}

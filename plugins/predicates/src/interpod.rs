@@ -1,0 +1,252 @@
+//! InterPodAffinity's filter, with kube-scheduler's rules and messages:
+//!
+//! - the task's required affinity: on every term's topology key the node
+//!   must have a value whose domain holds a pod matching all the terms;
+//!   unless no such pod counts anywhere and the task matches its own terms
+//!   (the first pod of a group that wants to be together);
+//! - the task's required anti-affinity: no pod matching a term in the
+//!   node's domain of that term's key;
+//! - existing pods' required anti-affinity: the node is in no domain where a
+//!   pod counts whose term picks the task.
+
+use crate::pods::{Clause, Filter, Namespaces, Pods};
+use std::collections::HashMap;
+use tephra_sdk::types::PodTerm;
+use tephra_sdk::{Session, Unfit, NONE};
+
+pub const AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const ANTI: &str = "node(s) didn't match pod anti-affinity rules";
+pub const EXISTING: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// A required term: its topology key and what it picks.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Term {
+    key: u32,
+    clause: Clause,
+}
+
+/// Identical required anti-affinity terms of pods, and where such pods count.
+struct Group {
+    term: Term,
+    /// Per domain of the term's key: pods holding the term that count there.
+    per_domain: Vec<u32>,
+}
+
+/// What a call about one task works out before looking at nodes.
+struct Prepared {
+    task: u32,
+    epoch: u64,
+    /// The affinity counter, with the terms' keys; `free`: no pod matches
+    /// all terms anywhere and the task matches them itself.
+    affinity: Option<(usize, Vec<u32>, bool)>,
+    anti: Vec<(usize, u32)>,
+    /// Per key, the domains existing pods' anti-affinity closes to the task.
+    closed: Vec<(u32, Vec<bool>)>,
+}
+
+pub struct InterPod {
+    /// Per task, its required affinity and anti-affinity terms.
+    affinity: Vec<Vec<Term>>,
+    anti: Vec<Vec<Term>>,
+    groups: Vec<Group>,
+    /// Per pod, the groups of its required anti-affinity terms.
+    group_of: Vec<Vec<usize>>,
+    groups_by_label: HashMap<(u32, u32), Vec<usize>>,
+    groups_unanchored: Vec<usize>,
+    prepared: Option<Prepared>,
+    pub fixed: [Unfit; 3],
+}
+
+impl Default for InterPod {
+    fn default() -> Self {
+        InterPod {
+            affinity: Vec::new(),
+            anti: Vec::new(),
+            groups: Vec::new(),
+            group_of: Vec::new(),
+            groups_by_label: HashMap::new(),
+            groups_unanchored: Vec::new(),
+            prepared: None,
+            fixed: [Unfit::unresolvable(AFFINITY), Unfit::new(ANTI), Unfit::new(EXISTING)],
+        }
+    }
+}
+
+fn term(s: &Session, t: &PodTerm) -> Term {
+    let ns = if t.all_namespaces {
+        Namespaces::All
+    } else {
+        let mut ns = t.namespaces.clone();
+        ns.sort_unstable();
+        Namespaces::Some(ns)
+    };
+    Term { key: t.topology_key, clause: Clause::new(s, &t.selector, t.matches_nothing, ns) }
+}
+
+impl InterPod {
+    /// Indexes the pods' required terms (they last while sessions continue).
+    pub fn index(&mut self, s: &Session, pods: usize) {
+        let tasks = s.tasks();
+        self.affinity = vec![Vec::new(); tasks];
+        self.anti = vec![Vec::new(); tasks];
+        self.group_of = vec![Vec::new(); pods];
+        self.groups.clear();
+        self.groups_by_label.clear();
+        self.groups_unanchored.clear();
+        let mut by_term: HashMap<Term, usize> = HashMap::new();
+        for t in s.snap.pod_terms.iter().filter(|t| t.weight == 0 && (t.pod as usize) < pods) {
+            let term = term(s, t);
+            let p = t.pod as usize;
+            if !t.anti {
+                if p < tasks {
+                    self.affinity[p].push(term);
+                }
+                continue;
+            }
+            if p < tasks {
+                self.anti[p].push(term.clone());
+            }
+            let g = *by_term.entry(term.clone()).or_insert_with(|| {
+                self.groups.push(Group { term, per_domain: Vec::new() });
+                self.groups.len() - 1
+            });
+            self.group_of[p].push(g);
+        }
+        for (g, group) in self.groups.iter().enumerate() {
+            let anchor = group.term.clause.reqs.iter().find_map(|r| match r {
+                crate::pods::Req::In(k, vs) => Some((*k, vs.clone())),
+                _ => None,
+            });
+            match anchor {
+                Some((k, vs)) => vs.into_iter().for_each(|v| self.groups_by_label.entry((k, v)).or_default().push(g)),
+                None => self.groups_unanchored.push(g),
+            }
+        }
+    }
+
+    /// Where the pods holding anti-affinity terms count this session.
+    pub fn open(&mut self, s: &Session, pods: &mut Pods) {
+        self.prepared = None;
+        for g in &mut self.groups {
+            g.per_domain = vec![0; pods.domains(s, g.term.key).count];
+        }
+        for p in 0..self.group_of.len() as u32 {
+            let n = pods.node(s, p);
+            if n != NONE && !self.group_of[p as usize].is_empty() {
+                self.shift(s, pods, p, NONE, n);
+            }
+        }
+    }
+
+    /// Whether task `t` has required terms of its own.
+    pub fn has_terms(&self, t: u32) -> bool {
+        !(self.affinity[t as usize].is_empty() && self.anti[t as usize].is_empty())
+    }
+
+    /// Whether some pod has a required anti-affinity term.
+    pub fn any_anti(&self) -> bool {
+        !self.groups.is_empty()
+    }
+
+    /// Pod `p` moved from node `from` to `to`.
+    pub fn shift(&mut self, s: &Session, pods: &mut Pods, p: u32, from: u32, to: u32) {
+        for &g in &self.group_of[p as usize] {
+            let key = self.groups[g].term.key;
+            let of_node = &pods.domains(s, key).of_node;
+            let (a, b) = (of_node.get(from as usize).copied(), of_node.get(to as usize).copied());
+            let per = &mut self.groups[g].per_domain;
+            if let Some(d) = a.filter(|&d| d != NONE) {
+                per[d as usize] -= 1;
+            }
+            if let Some(d) = b.filter(|&d| d != NONE) {
+                per[d as usize] += 1;
+            }
+        }
+    }
+
+    fn prepare(&mut self, s: &Session, pods: &mut Pods, t: u32) {
+        if self.prepared.as_ref().is_some_and(|p| p.task == t && p.epoch == pods.epoch) {
+            return;
+        }
+        let terms = &self.affinity[t as usize];
+        let affinity = (!terms.is_empty()).then(|| {
+            let filter: Filter = terms.iter().map(|x| x.clause.clone()).collect();
+            let c = pods.counter(s, &filter);
+            let keys: Vec<u32> = terms.iter().map(|x| x.key).collect();
+            let mut anywhere = false;
+            for &k in &keys {
+                anywhere |= pods.per_domain(s, c, k).iter().any(|&n| n > 0);
+            }
+            (c, keys, !anywhere && pods.picks_all(s, &filter, t))
+        });
+        let mut anti = Vec::new();
+        for x in &self.anti[t as usize] {
+            let c = pods.counter(s, &vec![x.clause.clone()]);
+            pods.per_domain(s, c, x.key);
+            anti.push((c, x.key));
+        }
+        let mut hit: Vec<usize> = self.groups_unanchored.clone();
+        for kv in pods.labels(t) {
+            hit.extend(self.groups_by_label.get(kv).into_iter().flatten());
+        }
+        hit.sort_unstable();
+        hit.dedup();
+        let mut closed: Vec<(u32, Vec<bool>)> = Vec::new();
+        for g in hit {
+            let group = &self.groups[g];
+            if !group.per_domain.iter().any(|&n| n > 0) || !pods.picks(s, &group.term.clause, t) {
+                continue;
+            }
+            let key = group.term.key;
+            let at = match closed.iter().position(|(k, _)| *k == key) {
+                Some(at) => at,
+                None => {
+                    closed.push((key, vec![false; group.per_domain.len()]));
+                    closed.len() - 1
+                }
+            };
+            for (d, &n) in group.per_domain.iter().enumerate() {
+                closed[at].1[d] |= n > 0;
+            }
+        }
+        self.prepared = Some(Prepared { task: t, epoch: pods.epoch, affinity, anti, closed });
+    }
+
+    /// Whether the filter has anything to say about task `t`.
+    pub fn applies(&self, t: u32) -> bool {
+        self.has_terms(t) || self.any_anti()
+    }
+
+    /// The filter for task `t` on node `n`.
+    pub fn check(&mut self, s: &Session, pods: &mut Pods, t: u32, n: u32) -> Result<(), Unfit> {
+        self.prepare(s, pods, t);
+        let p = self.prepared.as_ref().expect("prepared");
+        let n = n as usize;
+        if let Some((c, keys, free)) = &p.affinity {
+            let mut all = true;
+            for &k in keys {
+                let d = pods.domains(s, k).of_node[n];
+                if d == NONE {
+                    return Err(self.fixed[0].clone());
+                }
+                all &= pods.per_domain(s, *c, k)[d as usize] > 0;
+            }
+            if !all && !free {
+                return Err(self.fixed[0].clone());
+            }
+        }
+        for &(c, k) in &p.anti {
+            let d = pods.domains(s, k).of_node[n];
+            if d != NONE && pods.per_domain(s, c, k)[d as usize] > 0 {
+                return Err(self.fixed[1].clone());
+            }
+        }
+        for (key, closed) in &p.closed {
+            let d = pods.domains(s, *key).of_node[n];
+            if d != NONE && closed[d as usize] {
+                return Err(self.fixed[2].clone());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,134 @@
+//! PodTopologySpread's filter (`whenUnsatisfiable: DoNotSchedule`), with
+//! kube-scheduler's rules and messages. Per constraint, the pods of the
+//! task's namespace its selector picks are counted per domain over the
+//! nodes that carry every constraint's key and that the constraint's
+//! policies admit (`nodeAffinityPolicy`, `nodeTaintsPolicy`). A node
+//! fits when, constraint by constraint, it has the key and
+//! `count(its domain) + (1 if the task matches) - min(count)` is at most
+//! `maxSkew`; the minimum is 0 while fewer domains than `minDomains` exist.
+
+use crate::pods::{Clause, Namespaces, Pods};
+use tephra_sdk::{Session, Unfit, NONE};
+
+pub const SKEW: &str = "node(s) didn't match pod topology spread constraints";
+pub const MISSING: &str = "node(s) didn't match pod topology spread constraints (missing required label)";
+
+struct Constraint {
+    key: u32,
+    max_skew: u32,
+    min_domains: u32,
+    honor_affinity: bool,
+    honor_taints: bool,
+    clause: Clause,
+}
+
+/// Per constraint: counts per domain over the admitted nodes, and the minimum.
+struct Prepared {
+    task: u32,
+    epoch: u64,
+    counts: Vec<(Vec<u32>, u32)>,
+}
+
+pub struct Spreads {
+    of_task: Vec<Vec<Constraint>>,
+    prepared: Option<Prepared>,
+    pub fixed: [Unfit; 2],
+}
+
+impl Default for Spreads {
+    fn default() -> Self {
+        Spreads { of_task: Vec::new(), prepared: None, fixed: [Unfit::new(SKEW), Unfit::unresolvable(MISSING)] }
+    }
+}
+
+impl Spreads {
+    /// Indexes the tasks' hard constraints (they last while sessions continue).
+    pub fn index(&mut self, s: &Session) {
+        self.of_task = (0..s.tasks()).map(|_| Vec::new()).collect();
+        for c in s.snap.task_spread.iter().filter(|c| c.hard) {
+            let ns = Namespaces::Some(vec![s.snap.task_namespace[c.task as usize]]);
+            if let Some(v) = self.of_task.get_mut(c.task as usize) {
+                v.push(Constraint {
+                    key: c.topology_key,
+                    max_skew: c.max_skew,
+                    min_domains: c.min_domains,
+                    honor_affinity: c.honor_node_affinity,
+                    honor_taints: c.honor_taints,
+                    clause: Clause::new(s, &c.selector, c.matches_nothing, ns),
+                });
+            }
+        }
+    }
+
+    pub fn open(&mut self) {
+        self.prepared = None;
+    }
+
+    pub fn applies(&self, t: u32) -> bool {
+        !self.of_task[t as usize].is_empty()
+    }
+
+    /// `admits(node, honor_affinity, honor_taints)`: the task's node
+    /// affinity and taint checks, as the policies ask for them.
+    fn prepare(&mut self, s: &Session, pods: &mut Pods, t: u32, admits: &dyn Fn(usize, bool, bool) -> bool) {
+        if self.prepared.as_ref().is_some_and(|p| p.task == t && p.epoch == pods.epoch) {
+            return;
+        }
+        let cs = &self.of_task[t as usize];
+        let counters: Vec<usize> = cs.iter().map(|c| pods.counter(s, &vec![c.clause.clone()])).collect();
+        let doms: Vec<Vec<u32>> = cs.iter().map(|c| pods.domains(s, c.key).of_node.clone()).collect();
+        let mut counts: Vec<(Vec<u32>, Vec<bool>)> = cs
+            .iter()
+            .map(|c| (vec![0; pods.domains(s, c.key).count], vec![false; pods.domains(s, c.key).count]))
+            .collect();
+        for n in 0..s.nodes() {
+            if doms.iter().any(|d| d[n] == NONE) {
+                continue;
+            }
+            for (i, c) in cs.iter().enumerate() {
+                if (c.honor_affinity || c.honor_taints) && !admits(n, c.honor_affinity, c.honor_taints) {
+                    continue;
+                }
+                let d = doms[i][n] as usize;
+                counts[i].0[d] += pods.counters[counters[i]].per_node[n];
+                counts[i].1[d] = true;
+            }
+        }
+        let counts = counts
+            .into_iter()
+            .zip(cs)
+            .map(|((count, seen), c)| {
+                let domains = seen.iter().filter(|&&x| x).count();
+                let min = count.iter().zip(&seen).filter(|(_, &x)| x).map(|(&n, _)| n).min().unwrap_or(u32::MAX);
+                let min = if (domains as u32) < c.min_domains { 0 } else { min };
+                (count, min)
+            })
+            .collect();
+        self.prepared = Some(Prepared { task: t, epoch: pods.epoch, counts });
+    }
+
+    /// The filter for task `t` on node `n`.
+    pub fn check(
+        &mut self,
+        s: &Session,
+        pods: &mut Pods,
+        t: u32,
+        n: u32,
+        admits: &dyn Fn(usize, bool, bool) -> bool,
+    ) -> Result<(), Unfit> {
+        self.prepare(s, pods, t, admits);
+        let p = self.prepared.as_ref().expect("prepared");
+        for (c, (count, min)) in self.of_task[t as usize].iter().zip(&p.counts) {
+            let d = pods.domains(s, c.key).of_node[n as usize];
+            if d == NONE {
+                return Err(self.fixed[1].clone());
+            }
+            let me = pods.picks(s, &c.clause, t) as i64;
+            let skew = count[d as usize] as i64 + me - *min as i64;
+            if skew > c.max_skew as i64 {
+                return Err(self.fixed[0].clone());
+            }
+        }
+        Ok(())
+    }
+}
