@@ -142,3 +142,50 @@ fn a_class_passed_to_another_job_drops_nodes_reserved_for_the_first() {
         }
     }
 }
+
+/// The same with pod rules (`synthetic::add_pod_rules`): anti-affinity
+/// classes drop nodes as members land, spread classes park the nodes their
+/// skew turns down and take them back once they fit. Classes still choose
+/// what a fresh search chooses, and every rule holds in what they chose.
+#[test]
+fn classes_with_pod_rules_choose_what_a_fresh_search_chooses() {
+    let lib = Library::load(None).unwrap();
+    for (seed, pending, running) in [(5, 600, 0), (6, 1500, 300)] {
+        let mut c = cluster(seed, pending, running);
+        tephra::synthetic::add_pod_rules(&mut c, 40);
+        let (fresh, fresh_reasons) = schedule(&lib, &c, false);
+        let (reused, reused_reasons) = schedule(&lib, &c, true);
+        assert!(!fresh.is_empty());
+        if let Some(i) = (0..fresh.len().max(reused.len())).find(|&i| fresh.get(i) != reused.get(i)) {
+            panic!("seed {seed}: binds differ first at {i}: fresh {:?}, classes {:?}", fresh.get(i), reused.get(i));
+        }
+        assert_eq!(fresh_reasons, reused_reasons, "seed {seed}: pending reasons differ");
+        // The rules, checked here: per job, anti-affinity members on distinct
+        // nodes, spread members within one of each other per zone.
+        let zone = |node: &str| c.nodes.iter().find(|n| n.name == node).unwrap().labels["zone"].clone();
+        let mut by_job: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
+        for (pod, node) in &reused {
+            let p = c.pods.iter().find(|p| p.key() == *pod).unwrap();
+            if p.labels.contains_key("app") {
+                by_job.entry(p.labels["app"].clone()).or_default().push(node);
+            }
+        }
+        let (mut anti, mut spread) = (0, 0);
+        for (job, nodes) in by_job {
+            let p = c.pods.iter().find(|p| p.labels.get("app") == Some(&job)).unwrap();
+            if !p.pod_terms.is_empty() {
+                anti += 1;
+                let distinct: std::collections::BTreeSet<_> = nodes.iter().collect();
+                assert_eq!(distinct.len(), nodes.len(), "seed {seed}: {job} shares a node: {nodes:?}");
+            } else {
+                spread += 1;
+                let mut per: std::collections::BTreeMap<String, usize> =
+                    ["zone-0", "zone-1", "zone-2"].iter().map(|z| (z.to_string(), 0)).collect();
+                nodes.iter().for_each(|n| *per.get_mut(&zone(n)).unwrap() += 1);
+                let (max, min) = (per.values().max().unwrap(), per.values().min().unwrap());
+                assert!(max - min <= 1, "seed {seed}: {job} skewed: {per:?}");
+            }
+        }
+        assert!(anti > 0 && spread > 0, "seed {seed}: both kinds of rule placed ({anti}, {spread})");
+    }
+}

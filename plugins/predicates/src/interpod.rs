@@ -9,7 +9,8 @@
 //! - existing pods' required anti-affinity: the node is in no domain where a
 //!   pod counts whose term picks the task.
 
-use crate::pods::{Clause, Filter, Namespaces, Pods};
+use crate::pods::{Clause, Domains, Filter, Namespaces, Pods};
+use std::sync::Arc;
 use std::collections::HashMap;
 use tephra_sdk::types::PodTerm;
 use tephra_sdk::{Session, Unfit, NONE};
@@ -36,12 +37,14 @@ struct Group {
 struct Prepared {
     task: u32,
     epoch: u64,
-    /// The affinity counter, with the terms' keys; `free`: no pod matches
-    /// all terms anywhere and the task matches them itself.
-    affinity: Option<(usize, Vec<u32>, bool)>,
-    anti: Vec<(usize, u32)>,
+    /// Per affinity term, its key's domains and whether a pod matching all
+    /// terms counts in each; `free`: no such pod anywhere and the task
+    /// matches the terms itself.
+    affinity: Option<(Vec<(Arc<Domains>, Vec<bool>)>, bool)>,
+    /// Per anti-affinity term, the domains holding a pod it picks.
+    anti: Vec<(Arc<Domains>, Vec<bool>)>,
     /// Per key, the domains existing pods' anti-affinity closes to the task.
-    closed: Vec<(u32, Vec<bool>)>,
+    closed: Vec<(Arc<Domains>, Vec<bool>)>,
 }
 
 pub struct InterPod {
@@ -168,22 +171,23 @@ impl InterPod {
         if self.prepared.as_ref().is_some_and(|p| p.task == t && p.epoch == pods.epoch) {
             return;
         }
+        // Domains holding a pod counter `c` counts, on key `k`.
+        let held = |pods: &mut Pods, c: usize, k: u32| -> (Arc<Domains>, Vec<bool>) {
+            let held = pods.per_domain(s, c, k).iter().map(|&n| n > 0).collect();
+            (pods.domains(s, k).clone(), held)
+        };
         let terms = &self.affinity[t as usize];
         let affinity = (!terms.is_empty()).then(|| {
             let filter: Filter = terms.iter().map(|x| x.clause.clone()).collect();
             let c = pods.counter(s, &filter);
-            let keys: Vec<u32> = terms.iter().map(|x| x.key).collect();
-            let mut anywhere = false;
-            for &k in &keys {
-                anywhere |= pods.per_domain(s, c, k).iter().any(|&n| n > 0);
-            }
-            (c, keys, !anywhere && pods.picks_all(s, &filter, t))
+            let per_term: Vec<(Arc<Domains>, Vec<bool>)> = terms.iter().map(|x| held(pods, c, x.key)).collect();
+            let anywhere = per_term.iter().any(|(_, h)| h.contains(&true));
+            (per_term, !anywhere && pods.picks_all(s, &filter, t))
         });
         let mut anti = Vec::new();
         for x in &self.anti[t as usize] {
             let c = pods.counter(s, &vec![x.clause.clone()]);
-            pods.per_domain(s, c, x.key);
-            anti.push((c, x.key));
+            anti.push(held(pods, c, x.key));
         }
         let mut hit: Vec<usize> = self.groups_unanchored.clone();
         for kv in pods.labels(t) {
@@ -191,17 +195,17 @@ impl InterPod {
         }
         hit.sort_unstable();
         hit.dedup();
-        let mut closed: Vec<(u32, Vec<bool>)> = Vec::new();
+        let mut closed: Vec<(Arc<Domains>, Vec<bool>)> = Vec::new();
         for g in hit {
             let group = &self.groups[g];
             if !group.per_domain.iter().any(|&n| n > 0) || !pods.picks(s, &group.term.clause, t) {
                 continue;
             }
-            let key = group.term.key;
-            let at = match closed.iter().position(|(k, _)| *k == key) {
+            let doms = pods.domains(s, group.term.key).clone();
+            let at = match closed.iter().position(|(d, _)| Arc::ptr_eq(d, &doms)) {
                 Some(at) => at,
                 None => {
-                    closed.push((key, vec![false; group.per_domain.len()]));
+                    closed.push((doms, vec![false; group.per_domain.len()]));
                     closed.len() - 1
                 }
             };
@@ -222,27 +226,27 @@ impl InterPod {
         self.prepare(s, pods, t);
         let p = self.prepared.as_ref().expect("prepared");
         let n = n as usize;
-        if let Some((c, keys, free)) = &p.affinity {
+        if let Some((per_term, free)) = &p.affinity {
             let mut all = true;
-            for &k in keys {
-                let d = pods.domains(s, k).of_node[n];
+            for (doms, held) in per_term {
+                let d = doms.of_node[n];
                 if d == NONE {
                     return Err(self.fixed[0].clone());
                 }
-                all &= pods.per_domain(s, *c, k)[d as usize] > 0;
+                all &= held[d as usize];
             }
             if !all && !free {
                 return Err(self.fixed[0].clone());
             }
         }
-        for &(c, k) in &p.anti {
-            let d = pods.domains(s, k).of_node[n];
-            if d != NONE && pods.per_domain(s, c, k)[d as usize] > 0 {
+        for (doms, held) in &p.anti {
+            let d = doms.of_node[n];
+            if d != NONE && held[d as usize] {
                 return Err(self.fixed[1].clone());
             }
         }
-        for (key, closed) in &p.closed {
-            let d = pods.domains(s, *key).of_node[n];
+        for (doms, closed) in &p.closed {
+            let d = doms.of_node[n];
             if d != NONE && closed[d as usize] {
                 return Err(self.fixed[2].clone());
             }

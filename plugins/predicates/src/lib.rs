@@ -269,7 +269,8 @@ impl Predicates {
         }
         if self.spread_on && self.spread.applies(t as u32) {
             let admits = |n: usize, a: bool, taints: bool| rules.admits(s, t, n, a, taints);
-            self.spread.check(s, &mut self.pods, t as u32, n as u32, &admits)?;
+            let open = !rules.constrained(t);
+            self.spread.check(s, &mut self.pods, t as u32, n as u32, &admits, open)?;
         }
         if self.pod_affinity && self.interpod.applies(t as u32) {
             self.interpod.check(s, &mut self.pods, t as u32, n as u32)?;

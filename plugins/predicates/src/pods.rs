@@ -8,6 +8,7 @@
 //! once its victims are gone.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use tephra_sdk::types::{Requirement, Snapshot};
 use tephra_sdk::{Session, TaskStatus, NONE};
 
@@ -90,7 +91,8 @@ pub struct Pods {
     labels: Vec<(u32, u32)>,
     /// Where each task counts now (`NONE`: nowhere).
     placed: Vec<u32>,
-    domains: HashMap<u32, Domains>,
+    /// Per topology key asked about (a handful: a scan beats hashing).
+    domains: Vec<(u32, Arc<Domains>)>,
     pub counters: Vec<Counter>,
     by_filter: HashMap<Filter, usize>,
     /// Counters by a label their pods carry; those without one aside.
@@ -192,18 +194,23 @@ impl Pods {
     }
 
     /// The domains of topology key `key`.
-    pub fn domains(&mut self, s: &Session, key: u32) -> &Domains {
-        self.domains.entry(key).or_insert_with(|| {
-            let mut ids: HashMap<u32, u32> = HashMap::new();
-            let mut of_node = vec![NONE; s.nodes()];
-            for l in s.snap.node_labels.iter().filter(|l| l.key == key) {
-                let next = ids.len() as u32;
-                if let Some(n) = of_node.get_mut(l.owner as usize) {
-                    *n = *ids.entry(l.value).or_insert(next);
+    pub fn domains(&mut self, s: &Session, key: u32) -> &Arc<Domains> {
+        let at = match self.domains.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                let mut ids: HashMap<u32, u32> = HashMap::new();
+                let mut of_node = vec![NONE; s.nodes()];
+                for l in s.snap.node_labels.iter().filter(|l| l.key == key) {
+                    let next = ids.len() as u32;
+                    if let Some(n) = of_node.get_mut(l.owner as usize) {
+                        *n = *ids.entry(l.value).or_insert(next);
+                    }
                 }
+                self.domains.push((key, Arc::new(Domains { of_node, count: ids.len() })));
+                self.domains.len() - 1
             }
-            Domains { of_node, count: ids.len() }
-        })
+        };
+        &self.domains[at].1
     }
 
     /// The counter of `filter`, made (from every pod on a node) on first use.
@@ -252,8 +259,7 @@ impl Pods {
         let at = match self.counters[c].per_domain.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
             None => {
-                self.domains(s, key);
-                let d = &self.domains[&key];
+                let d = self.domains(s, key).clone();
                 let mut v = vec![0; d.count];
                 for (n, &dom) in d.of_node.iter().enumerate() {
                     if dom != NONE {
@@ -300,7 +306,7 @@ impl Pods {
             let counter = &mut self.counters[c];
             counter.per_node[n as usize] = delta(counter.per_node[n as usize], 1);
             for (key, per) in counter.per_domain.iter_mut() {
-                let dom = self.domains.get(key).map_or(NONE, |d| d.of_node[n as usize]);
+                let dom = self.domains.iter().find(|(k, _)| k == key).map_or(NONE, |(_, d)| d.of_node[n as usize]);
                 if dom != NONE {
                     per[dom as usize] = delta(per[dom as usize], 1);
                 }

@@ -25,7 +25,7 @@
 //! search afresh. Allocate's argument `taskClasses: false` turns reuse off
 //! for every task.
 
-use super::{feasible_nodes, scores};
+use super::{feasible_nodes, feasible_or_parked, scores};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use tephra_contract::{EventKind, TaskStatus};
@@ -55,6 +55,11 @@ struct Class {
     job_began: usize,
     /// The event count when the scores were last brought up to date.
     synced: usize,
+    /// For a task whose rejections may lift (topology spread): nodes a
+    /// plugin turned down with a resolvable reason, asked again once
+    /// something was placed, and the event count when they last were.
+    parked: Vec<u32>,
+    parked_synced: usize,
 }
 
 /// The classes of one allocate action.
@@ -129,8 +134,10 @@ impl Classes {
         let mut checked = false;
         loop {
             let fresh = !self.by_key.contains_key(&key);
+            let rising = ssn.extra.task_rising[task as usize];
             if fresh {
-                let nodes = feasible_nodes(ssn, task, true);
+                let mut parked = Vec::new();
+                let nodes = feasible_or_parked(ssn, task, true, rising.then_some(&mut parked));
                 if nodes.is_empty() {
                     return None;
                 }
@@ -147,13 +154,20 @@ impl Classes {
                     job: self.job,
                     job_began: self.job_began,
                     synced: ssn.events.len(),
+                    parked,
+                    parked_synced: ssn.events.len(),
                 };
                 self.by_key.insert(key, class);
                 checked = true;
-            } else if !checked && !self.refresh(ssn, task, key) {
-                // Half the nodes are gone: search again.
-                self.by_key.remove(&key);
-                continue;
+            } else if !checked {
+                if !self.refresh(ssn, task, key) {
+                    // Half the nodes are gone: search again.
+                    self.by_key.remove(&key);
+                    continue;
+                }
+                if ssn.extra.task_volatile[task as usize] {
+                    checked = self.recheck(ssn, task, key, rising);
+                }
             }
             let class = self.by_key.get_mut(&key).expect("present");
             let rng = ssn.rng;
@@ -176,6 +190,10 @@ impl Classes {
             ssn.rng = rng;
             let nodes: Vec<u32> = class.nodes.iter().map(|e| e.node).collect();
             let verdicts = ssn.policies.predicate(&ssn.events, task, &nodes);
+            if rising {
+                let lifts = verdicts.iter().zip(&nodes).filter(|(v, _)| v.as_ref().is_some_and(|r| !r.unresolvable));
+                class.parked.extend(lifts.map(|(_, &n)| n));
+            }
             let mut ok = verdicts.iter().map(Option::is_none);
             class.nodes.retain(|_| ok.next().unwrap_or(false));
             checked = true;
@@ -191,6 +209,45 @@ impl Classes {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (class, self.job).hash(&mut h);
         h.finish()
+    }
+
+    /// For a volatile class, once something was placed: asks again about
+    /// every node of the class and every parked one, as a fresh search
+    /// would. Nodes turned down leave (parked, when `rising` and the reason
+    /// is resolvable); parked nodes that fit now (with room, not reserved
+    /// for others) join with fresh scores. True: the class was just checked.
+    fn recheck(&mut self, ssn: &mut Session, task: u32, key: u64, rising: bool) -> bool {
+        let class = self.by_key.get_mut(&key).expect("present");
+        if class.parked_synced == ssn.events.len() {
+            return false;
+        }
+        let held = class.nodes.len();
+        let asked: Vec<u32> = class.nodes.iter().map(|e| e.node).chain(class.parked.drain(..)).collect();
+        let verdicts = ssn.policies.predicate(&ssn.events, task, &asked);
+        let mut keep = verdicts[..held].iter().map(Option::is_none);
+        class.nodes.retain(|_| keep.next().unwrap_or(false));
+        let req = ssn.req(task);
+        let mut back = Vec::new();
+        for (i, (&n, v)) in asked.iter().zip(&verdicts).enumerate() {
+            match v {
+                None if i >= held && ssn.short(req, n, true).is_none() && !ssn.lock_blocks(task, n) => back.push(n),
+                Some(r) if rising && !r.unresolvable => class.parked.push(n),
+                _ => {}
+            }
+        }
+        class.parked_synced = ssn.events.len();
+        if back.is_empty() {
+            return true;
+        }
+        let scores = scores(ssn, task, &back);
+        let req = ssn.req(task);
+        let class = self.by_key.get_mut(&key).expect("present");
+        for (n, score) in back.into_iter().zip(scores) {
+            let now = ssn.short(req, n, false).is_none();
+            let at = class.nodes.partition_point(|e| e.node < n);
+            class.nodes.insert(at, Entry { node: n, score, now });
+        }
+        true
     }
 
     /// Brings `changed` up to the session's events. A task leaving a node (a

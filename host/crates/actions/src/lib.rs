@@ -230,6 +230,18 @@ type Rejection = (Arc<str>, Arc<str>);
 /// completes the set are dropped, so the result and the next start are the
 /// same as asking node by node.
 pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Vec<u32> {
+    feasible_or_parked(ssn, task, check_resources, None)
+}
+
+/// [`feasible_nodes`], and into `parked` the nodes a plugin turned down
+/// with a reason evictions could resolve: for a task whose answers rise
+/// through placements elsewhere (topology spread), the nodes to ask again.
+pub fn feasible_or_parked(
+    ssn: &mut Session,
+    task: u32,
+    check_resources: bool,
+    mut parked: Option<&mut Vec<u32>>,
+) -> Vec<u32> {
     let n = ssn.nodes();
     let mut errors = FitErrors { nodes: n, ..Default::default() };
     let req = ssn.req(task).to_vec();
@@ -242,6 +254,9 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
     // Rejection texts, made once per search rather than per node.
     let (resources, reservation): (Arc<str>, Arc<str>) = ("resources".into(), "reservation".into());
     let mut insufficient: Vec<Option<Arc<str>>> = vec![None; ssn.d];
+    // Rejections counted by pointer first: thousands share a few reasons,
+    // and comparing their texts in the map per node showed in profiles.
+    let mut tally: Vec<(Rejection, usize)> = Vec::new();
     while scanned < n && out.len() < want {
         // Enough nodes with room that, at the pass rate so far, the plugins
         // complete the set in one call.
@@ -278,13 +293,27 @@ pub fn feasible_nodes(ssn: &mut Session, task: u32, check_resources: bool) -> Ve
             consumed += 1;
             let verdict = match host {
                 Some(reason) => Some(reason),
-                None => verdicts.pop().flatten().map(|r| (r.plugin, r.message)),
+                None => verdicts.pop().flatten().map(|r| {
+                    if let (Some(p), false) = (parked.as_deref_mut(), r.unresolvable) {
+                        p.push(node);
+                    }
+                    (r.plugin, r.message)
+                }),
             };
             match verdict {
                 None => out.push(node),
-                Some(key) => *errors.counts.entry(key).or_default() += 1,
+                Some(key) => {
+                    let same = |k: &Rejection| Arc::ptr_eq(&k.0, &key.0) && Arc::ptr_eq(&k.1, &key.1);
+                    match tally.iter_mut().find(|(k, _)| same(k)) {
+                        Some((_, n)) => *n += 1,
+                        None => tally.push((key, 1)),
+                    }
+                }
             }
         }
+    }
+    for (key, k) in tally {
+        *errors.counts.entry(key).or_default() += k;
     }
     ssn.scan_start = (start + consumed) % n.max(1);
     out.sort_unstable();

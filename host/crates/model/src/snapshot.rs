@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tephra_contract::{JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
 
 mod rules;
-pub use rules::{classless, selector_keys, selects};
+pub use rules::{classless, rising, selects, selector_keys, volatile};
 
 /// A map keyed by names, hashed fast: the snapshot build looks names up
 /// hundreds of thousands of times per cycle.
@@ -90,6 +90,11 @@ pub struct Extra {
     /// score answers on a node, so allocate asks once per class (see
     /// `actions::classes`). 0 for tasks that are not pending.
     pub task_class: Vec<u64>,
+    /// Per task, whether nodes turned down with a resolvable reason may fit
+    /// later in the session ([`rising`]).
+    pub task_rising: Vec<bool>,
+    /// Per task, whether its answers move with its peers' placements ([`volatile`]).
+    pub task_volatile: Vec<bool>,
     pub job_pg: Vec<usize>,
     pub job_tasks: Vec<Vec<u32>>,
     pub job_roles: Vec<BTreeMap<u32, u32>>,
@@ -146,7 +151,7 @@ pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &[String])
     for k in keys {
         p.labels.get(k).hash(&mut h);
     }
-    (&p.preferred, &p.pod_terms, &p.ports).hash(&mut h);
+    (&p.preferred, &p.pod_terms, &p.ports, &p.spread).hash(&mut h);
     job.hash(&mut h);
     req.iter().for_each(|v| v.to_bits().hash(&mut h));
     (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
@@ -406,6 +411,8 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         );
         let class = if status == TaskStatus::Pending { class_of(p, &req, job_sig[j as usize], &keys) } else { 0 };
         extra.task_class.push(class);
+        extra.task_rising.push(rising(p));
+        extra.task_volatile.push(volatile(p));
         extra.job_tasks[j as usize].push(t);
         snap.task_job.push(j);
         snap.task_status.push(status);

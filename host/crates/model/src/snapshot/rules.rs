@@ -157,12 +157,27 @@ pub(super) fn task(
     }
 }
 
-/// Whether answers about a pod can rise through placements elsewhere (pod
-/// affinity, spread) or its scores move with them (preferred terms): such a
-/// task gets no class (see `actions::classes`). Required anti-affinity and
-/// host ports only ever turn a node down, which a class checks anyway.
+/// Whether answers about a pod can rise through placements elsewhere as
+/// an unresolvable rejection (pod affinity) or its scores move with them
+/// (preferred terms): such a task gets no class (see `actions::classes`).
+/// Required anti-affinity and host ports only ever turn a node down, which
+/// a class checks anyway; topology spread's rejections that may lift are
+/// resolvable ones, which its class keeps asking about ([`rising`]).
 pub fn classless(p: &Pod) -> bool {
-    !p.spread.is_empty() || p.pod_terms.iter().any(|t| !t.anti || t.weight > 0)
+    p.pod_terms.iter().any(|t| !t.anti || t.weight > 0)
+}
+
+/// Whether a pod's nodes turned down with a resolvable reason may fit later
+/// in the session (a `DoNotSchedule` spread constraint).
+pub fn rising(p: &Pod) -> bool {
+    p.spread.iter().any(|s| s.hard)
+}
+
+/// Whether a pod's answers move with placements of its peers (required
+/// anti-affinity, `DoNotSchedule` spread): its class asks again about all
+/// its nodes once something was placed, as a fresh search would.
+pub fn volatile(p: &Pod) -> bool {
+    rising(p) || p.pod_terms.iter().any(|t| t.anti && t.weight == 0)
 }
 
 /// The label keys any pod's selector reads: a task's class covers its
