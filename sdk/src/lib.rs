@@ -13,6 +13,7 @@
 mod alloc;
 pub mod args;
 pub mod log;
+pub mod nodes;
 mod policy;
 pub mod resource;
 mod runtime;

@@ -7,14 +7,23 @@
 //!   of the requested/allocatable fractions of cpu, memory and, as Volcano
 //!   configures it, `nvidia.com/gpu` when the task asks for it.
 //!
-//! Not scored: NodeAffinity preferred terms (`nodeaffinity.weight`) are not in
-//! the snapshot, nor are the inputs of pod affinity, image locality and
-//! topology spread. Kube-scheduler's non-zero defaults for requestless
-//! containers (100m cpu, 200Mi) are not applied: the snapshot has no per-container
-//! requests.
+//! - NodeAffinity (`nodeaffinity.weight`, default 2): the summed weights of
+//!   the preferred terms the node matches, not normalized (as Volcano adds it);
+//! - TaintToleration (`tainttoleration.weight`, default 3): 100 − 100 × the
+//!   node's untolerated `PreferNoSchedule` taints / the most any node has
+//!   (kube-scheduler's reverse normalization; every node 100 when no node has
+//!   one). Volcano normalizes over the nodes of its batch; here over all
+//!   nodes, so that a node's score does not depend on which others are asked.
+//!
+//! Not scored yet: preferred pod affinity, image locality and topology
+//! spread (`podaffinity.weight`, `imagelocality.weight`,
+//! `podtopologyspread.weight` are read and must be numbers). Kube-scheduler's
+//! non-zero defaults for requestless containers (100m cpu, 200Mi) are not
+//! applied: the snapshot has no per-container requests.
 
+use tephra_sdk::nodes::{group_rows, tolerates, NodeLabels};
 use tephra_sdk::resource::round;
-use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session};
+use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, NONE};
 
 const CPU: usize = 0;
 const MEMORY: usize = 1;
@@ -26,6 +35,18 @@ pub struct NodeOrder {
     most: f64,
     balanced: f64,
     gpu: Option<usize>,
+    affinity: f64,
+    taints: f64,
+    labels: NodeLabels,
+    /// Per task, its preferred node-affinity rows, sorted by term.
+    preferred: Vec<Vec<usize>>,
+    /// Per task, its tolerations' rows.
+    tolerations: Vec<Vec<usize>>,
+    /// Per node, its `PreferNoSchedule` taints' rows (most nodes: none).
+    soft_taints: Vec<Vec<usize>>,
+    /// Per task, the most untolerated soft taints on any node (`NONE`: not
+    /// worked out yet this session).
+    most_untolerated: Vec<u32>,
     /// Per node, allocatable cpu and memory as kube-scheduler's integers:
     /// they do not move within a session, and rounding them for every
     /// node of every task cost as much as the rest of a score.
@@ -82,21 +103,42 @@ impl Policy for NodeOrder {
         self.most = args.f64("mostrequested.weight", 0.0)?;
         self.balanced = args.f64("balancedresource.weight", 1.0)?;
         self.gpu = s.dim("nvidia.com/gpu");
+        self.affinity = args.f64("nodeaffinity.weight", 2.0)?;
+        self.taints = args.f64("tainttoleration.weight", 3.0)?;
+        for unscored in ["podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"] {
+            args.f64(unscored, 0.0)?;
+        }
+        let sn = &s.snap;
+        self.labels = NodeLabels::new(s);
+        self.preferred = group_rows(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
+        for rows in &mut self.preferred {
+            rows.retain(|&r| sn.task_affinity[r].weight > 0 && sn.task_affinity[r].group == 0);
+            rows.sort_by_key(|&r| sn.task_affinity[r].term);
+        }
+        self.tolerations = group_rows(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
+        self.soft_taints = group_rows(s.nodes(), sn.node_taints.iter().map(|t| t.node));
+        for rows in &mut self.soft_taints {
+            rows.retain(|&r| s.str(sn.node_taints[r].effect) == "PreferNoSchedule");
+        }
+        self.most_untolerated = vec![NONE; s.tasks()];
         let whole = |n: u32, d: usize| round(s.node_allocatable(n)[d]) as i64;
         self.allocatable = (0..s.nodes() as u32).map(|n| (whole(n, CPU), whole(n, MEMORY))).collect();
         Ok(())
     }
 
     fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
-        let task = self.task(s, task);
+        let t = task;
+        let most = self.most_untolerated(s, t);
+        let task = self.task(s, t);
         for (score, &n) in scores.iter_mut().zip(nodes) {
-            *score = self.score(s, &task, n);
+            *score = self.score(s, &task, n) + self.placement(s, t, n, most);
         }
     }
 
     fn node_score(&mut self, s: &Session, task: u32, node: u32) -> f64 {
-        let task = self.task(s, task);
-        self.score(s, &task, node)
+        let most = self.most_untolerated(s, task);
+        let t = self.task(s, task);
+        self.score(s, &t, node) + self.placement(s, task, node, most)
     }
 }
 
@@ -116,6 +158,53 @@ impl NodeOrder {
         let gpu = self.gpu.filter(|&g| round(req[g]) > 0.0);
         let balanced = self.balanced != 0.0 && (gpu.is_some() || round(req[CPU]) > 0.0 || round(req[MEMORY]) > 0.0);
         Task { req, gpu, balanced }
+    }
+
+    /// The node's untolerated `PreferNoSchedule` taints for task `t`.
+    fn untolerated(&self, s: &Session, t: u32, node: usize) -> u32 {
+        let (taints, tolerations) = (&s.snap.node_taints, &s.snap.task_tolerations);
+        let tolerated = |key: &str, value: &str| {
+            self.tolerations[t as usize].iter().any(|&r| {
+                let tol = &tolerations[r];
+                matches!(s.str(tol.effect), "" | "PreferNoSchedule")
+                    && tolerates(s, tol, key, value, "PreferNoSchedule")
+            })
+        };
+        let soft = self.soft_taints[node].iter().map(|&r| &taints[r]);
+        soft.filter(|x| !tolerated(s.str(x.key), s.str(x.value))).count() as u32
+    }
+
+    /// The most untolerated soft taints on any node for task `t`, worked out
+    /// once per task and session.
+    fn most_untolerated(&mut self, s: &Session, t: u32) -> u32 {
+        if self.taints == 0.0 {
+            return 0;
+        }
+        if self.most_untolerated[t as usize] == NONE {
+            let most = (0..s.nodes()).filter(|&n| !self.soft_taints[n].is_empty());
+            let most = most.map(|n| self.untolerated(s, t, n)).max().unwrap_or(0);
+            self.most_untolerated[t as usize] = most;
+        }
+        self.most_untolerated[t as usize]
+    }
+
+    /// NodeAffinity's and TaintToleration's scores, weighted.
+    fn placement(&self, s: &Session, t: u32, node: u32, most: u32) -> f64 {
+        let n = node as usize;
+        let mut score = 0.0;
+        if self.affinity != 0.0 && !self.preferred[t as usize].is_empty() {
+            let exprs = &s.snap.task_affinity;
+            let terms = self.preferred[t as usize].chunk_by(|&a, &b| exprs[a].term == exprs[b].term);
+            let matched = terms.filter(|term| term.iter().all(|&r| self.labels.matches(s, &exprs[r], n)));
+            let sum: i64 = matched.map(|term| exprs[term[0]].weight as i64).sum();
+            score += self.affinity * sum as f64;
+        }
+        if self.taints != 0.0 {
+            let untolerated = if most == 0 { 0 } else { self.untolerated(s, t, n) as i64 };
+            let normalized = if most == 0 { MAX_SCORE } else { MAX_SCORE - untolerated * MAX_SCORE / most as i64 };
+            score += self.taints * normalized as f64;
+        }
+        score
     }
 
     fn score(&self, s: &Session, task: &Task, node: u32) -> f64 {
@@ -159,7 +248,12 @@ mod tests {
         let t = b.task(j, req, TaskStatus::Pending, NONE);
         let s = b.build();
         let mut p = NodeOrder::default();
-        let args = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        // The resource scores alone: no taint anywhere scores every node
+        // 100 × tainttoleration.weight, unless a case sets the weight.
+        let mut args: Vec<(String, String)> = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if !args.iter().any(|(k, _)| k == "tainttoleration.weight") {
+            args.push(("tainttoleration.weight".into(), "0".into()));
+        }
         p.open(&s, &Args::from_pairs(args)).unwrap();
         p.node_score(&s, t, n)
     }
@@ -183,8 +277,9 @@ mod tests {
         assert_eq!(score(&alloc, &used, &req, &ONLY_MOST), 41.0);
         // std = (1/2 − 1/3) / 2 ⇒ 91.67 truncated
         assert_eq!(score(&alloc, &used, &req, &ONLY_BALANCED), 91.0);
-        // Defaults: least 1, balanced 1, most 0.
+        // Defaults: least 1, balanced 1, most 0; taint toleration 3 × 100 (no taints).
         assert_eq!(score(&alloc, &used, &req, &[]), 58.0 + 91.0);
+        assert_eq!(score(&alloc, &used, &req, &[("tainttoleration.weight", "3")]), 58.0 + 91.0 + 300.0);
         let weighted =
             [("leastrequested.weight", "0"), ("mostrequested.weight", "2"), ("balancedresource.weight", "3")];
         assert_eq!(score(&alloc, &used, &req, &weighted), 2.0 * 41.0 + 3.0 * 91.0);
@@ -246,8 +341,9 @@ mod tests {
         let other = b.task(j, &[500.0, 500.0], TaskStatus::Pending, NONE);
         let mut rt = Runtime::<NodeOrder>::default();
         rt.open_session(b.snap, vec![]).unwrap();
-        // busy: requested 500/1000 ⇒ 50 + 100; idle: 250/1000 ⇒ 75 + 100.
-        assert_eq!(rt.node_order(t, &[busy, idle]), [150.0, 175.0]);
+        // busy: requested 500/1000 ⇒ 50 + 100; idle: 250/1000 ⇒ 75 + 100;
+        // and 300 each from taint toleration (no taints).
+        assert_eq!(rt.node_order(t, &[busy, idle]), [450.0, 475.0]);
         let e = tephra_sdk::Event {
             kind: tephra_sdk::EventKind::Allocate,
             task: other,
@@ -255,8 +351,66 @@ mod tests {
             status: TaskStatus::Allocated,
         };
         rt.on_events(&[e]);
-        assert_eq!(rt.node_order(t, &[busy, idle]), [150.0, 125.0]);
+        assert_eq!(rt.node_order(t, &[busy, idle]), [450.0, 425.0]);
         let snap = rt.session.take().unwrap().snap;
         assert!(rt.open_session(snap, vec![("leastrequested.weight".into(), "x".into())]).is_err());
+    }
+
+    /// Preferred node affinity sums matched terms' weights (not normalized);
+    /// soft taints score by kube-scheduler's reverse normalization over all
+    /// nodes, a toleration with another effect not counting.
+    #[test]
+    fn preferred_affinity_and_soft_taints() {
+        use tephra_sdk::types::{AffinityExpr, Label, Taint, Toleration};
+        let mut b = SnapshotBuilder::new(&[]);
+        let nodes: Vec<u32> = (0..3).map(|_| b.node(&[4000.0, 8e9, 110.0])).collect();
+        let q = b.queue(1.0);
+        let j = b.job(q, 1);
+        let t = b.task(j, &[1000.0, 1e9], TaskStatus::Pending, NONE);
+        let (zone, a, gpu, yes) = (b.string("zone"), b.string("a"), b.string("gpu"), b.string("yes"));
+        b.snap.node_labels.push(Label { owner: nodes[0], key: zone, value: a });
+        b.snap.node_labels.push(Label { owner: nodes[1], key: zone, value: a });
+        b.snap.node_labels.push(Label { owner: nodes[1], key: gpu, value: yes });
+        let (in_op, exists) = (b.string("In"), b.string("Exists"));
+        let expr = |term, weight, key, operator, values: Vec<u32>| AffinityExpr {
+            task: t,
+            group: 0,
+            term,
+            weight,
+            field: false,
+            key,
+            operator,
+            values,
+        };
+        b.snap.task_affinity.push(expr(0, 5, zone, in_op, vec![a]));
+        b.snap.task_affinity.push(expr(1, 7, gpu, exists, vec![]));
+        let (k, v, soft, hard) = (b.string("k"), b.string("v"), b.string("PreferNoSchedule"), b.string("NoSchedule"));
+        let k2 = b.string("k2");
+        b.snap.node_taints.push(Taint { node: nodes[1], key: k, value: v, effect: soft });
+        b.snap.node_taints.push(Taint { node: nodes[2], key: k, value: v, effect: soft });
+        b.snap.node_taints.push(Taint { node: nodes[2], key: k2, value: v, effect: soft });
+        // Tolerates k only for NoSchedule: it does not count for soft taints.
+        let equal = b.string("Equal");
+        b.snap.task_tolerations.push(Toleration { task: t, key: k, operator: equal, value: v, effect: hard });
+        let s = b.build();
+        let run = |args: &[(&str, &str)]| {
+            let mut p = NodeOrder::default();
+            let mut all = vec![("leastrequested.weight", "0"), ("balancedresource.weight", "0")];
+            all.extend_from_slice(args);
+            let pairs = all.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            p.open(&s, &Args::from_pairs(pairs)).unwrap();
+            let mut out = vec![0.0; 3];
+            p.node_order(&s, t, &nodes, &mut out);
+            let one: Vec<f64> = nodes.iter().map(|&n| p.node_score(&s, t, n)).collect();
+            assert_eq!(out, one, "list and scalar forms agree");
+            out
+        };
+        // Node 0: zone a (5); node 1: zone a and gpu (12); node 2: nothing. Weight 2.
+        assert_eq!(run(&[("tainttoleration.weight", "0")]), [10.0, 24.0, 0.0]);
+        // Untolerated soft taints 0, 1, 2 of at most 2: 100, 50, 0; weight 3.
+        assert_eq!(run(&[("nodeaffinity.weight", "0")]), [300.0, 150.0, 0.0]);
+        assert!(NodeOrder::default()
+            .open(&s, &Args::from_pairs(vec![("podaffinity.weight".into(), "x".into())]))
+            .is_err());
     }
 }

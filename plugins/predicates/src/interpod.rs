@@ -10,8 +10,8 @@
 //!   pod counts whose term picks the task.
 
 use crate::pods::{Clause, Domains, Filter, Namespaces, Pods};
-use std::sync::Arc;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tephra_sdk::types::PodTerm;
 use tephra_sdk::{Session, Unfit, NONE};
 
@@ -33,6 +33,9 @@ struct Group {
     per_domain: Vec<u32>,
 }
 
+/// A key's domains, and per domain whether it holds what a term looks for.
+type Held = (Arc<Domains>, Vec<bool>);
+
 /// What a call about one task works out before looking at nodes.
 struct Prepared {
     task: u32,
@@ -40,11 +43,11 @@ struct Prepared {
     /// Per affinity term, its key's domains and whether a pod matching all
     /// terms counts in each; `free`: no such pod anywhere and the task
     /// matches the terms itself.
-    affinity: Option<(Vec<(Arc<Domains>, Vec<bool>)>, bool)>,
+    affinity: Option<(Vec<Held>, bool)>,
     /// Per anti-affinity term, the domains holding a pod it picks.
-    anti: Vec<(Arc<Domains>, Vec<bool>)>,
+    anti: Vec<Held>,
     /// Per key, the domains existing pods' anti-affinity closes to the task.
-    closed: Vec<(Arc<Domains>, Vec<bool>)>,
+    closed: Vec<Held>,
 }
 
 pub struct InterPod {
@@ -172,7 +175,7 @@ impl InterPod {
             return;
         }
         // Domains holding a pod counter `c` counts, on key `k`.
-        let held = |pods: &mut Pods, c: usize, k: u32| -> (Arc<Domains>, Vec<bool>) {
+        let held = |pods: &mut Pods, c: usize, k: u32| -> Held {
             let held = pods.per_domain(s, c, k).iter().map(|&n| n > 0).collect();
             (pods.domains(s, k).clone(), held)
         };
@@ -180,7 +183,7 @@ impl InterPod {
         let affinity = (!terms.is_empty()).then(|| {
             let filter: Filter = terms.iter().map(|x| x.clause.clone()).collect();
             let c = pods.counter(s, &filter);
-            let per_term: Vec<(Arc<Domains>, Vec<bool>)> = terms.iter().map(|x| held(pods, c, x.key)).collect();
+            let per_term: Vec<Held> = terms.iter().map(|x| held(pods, c, x.key)).collect();
             let anywhere = per_term.iter().any(|(_, h)| h.contains(&true));
             (per_term, !anywhere && pods.picks_all(s, &filter, t))
         });
@@ -195,7 +198,7 @@ impl InterPod {
         }
         hit.sort_unstable();
         hit.dedup();
-        let mut closed: Vec<(Arc<Domains>, Vec<bool>)> = Vec::new();
+        let mut closed: Vec<Held> = Vec::new();
         for g in hit {
             let group = &self.groups[g];
             if !group.per_domain.iter().any(|&n| n > 0) || !pods.picks(s, &group.term.clause, t) {

@@ -19,8 +19,8 @@ mod ports;
 mod spread;
 
 use pods::Pods;
+use tephra_sdk::nodes::{group_rows as group, tolerates, NodeLabels};
 use tephra_sdk::resource::PODS;
-use tephra_sdk::types::{AffinityExpr, Toleration};
 use tephra_sdk::{Args, Event, ExtensionPoint as P, Fits, Policy, Session, TaskStatus, Unfit};
 
 const UNSCHEDULABLE: &str = "node(s) were unschedulable";
@@ -48,8 +48,7 @@ pub struct Predicates {
 /// columns, by owner, so a check touches only its task's and node's rows.
 #[derive(Default)]
 struct NodeRules {
-    /// Per node: `node_labels` rows, sorted by key.
-    labels: Vec<Vec<usize>>,
+    labels: NodeLabels,
     /// Per node: `node_taints` rows with effect NoSchedule or NoExecute.
     hard_taints: Vec<Vec<usize>>,
     /// Per task: `task_node_selector` rows.
@@ -80,38 +79,10 @@ impl Default for Fixed {
     }
 }
 
-/// Row numbers grouped by owner id.
-fn group(owners: usize, rows: impl Iterator<Item = u32>) -> Vec<Vec<usize>> {
-    let mut g = vec![Vec::new(); owners];
-    for (row, owner) in rows.enumerate() {
-        if let Some(v) = g.get_mut(owner as usize) {
-            v.push(row);
-        }
-    }
-    g
-}
-
-/// Kubernetes' `Toleration.ToleratesTaint`: empty effect or key match all,
-/// an empty operator means Equal.
-fn tolerates(s: &Session, t: &Toleration, key: &str, value: &str, effect: &str) -> bool {
-    let (t_key, t_effect) = (s.str(t.key), s.str(t.effect));
-    if (!t_effect.is_empty() && t_effect != effect) || (!t_key.is_empty() && t_key != key) {
-        return false;
-    }
-    match s.str(t.operator) {
-        "Exists" => true,
-        "" | "Equal" => s.str(t.value) == value,
-        _ => false,
-    }
-}
-
 impl NodeRules {
     fn index(&mut self, s: &Session) {
         let sn = &s.snap;
-        self.labels = group(s.nodes(), sn.node_labels.iter().map(|l| l.owner));
-        for rows in &mut self.labels {
-            rows.sort_by(|&a, &b| s.str(sn.node_labels[a].key).cmp(s.str(sn.node_labels[b].key)));
-        }
+        self.labels = NodeLabels::new(s);
         self.hard_taints = group(s.nodes(), sn.node_taints.iter().map(|t| t.node));
         for rows in &mut self.hard_taints {
             rows.retain(|&r| matches!(s.str(sn.node_taints[r].effect), "NoSchedule" | "NoExecute"));
@@ -126,9 +97,7 @@ impl NodeRules {
     }
 
     fn label<'a>(&self, s: &'a Session, node: usize, key: &str) -> Option<&'a str> {
-        let (rows, labels) = (&self.labels[node], &s.snap.node_labels);
-        let i = rows.binary_search_by(|&r| s.str(labels[r].key).cmp(key)).ok()?;
-        Some(s.str(labels[rows[i]].value))
+        self.labels.get(s, node, key)
     }
 
     fn tolerated(&self, s: &Session, task: usize, key: &str, value: &str, effect: &str) -> bool {
@@ -162,38 +131,8 @@ impl NodeRules {
         rows.chunk_by(|&a, &b| exprs[a].group == exprs[b].group).all(|group| {
             group
                 .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
-                .any(|term| term.iter().all(|&r| self.expr_matches(s, &exprs[r], node)))
+                .any(|term| term.iter().all(|&r| self.labels.matches(s, &exprs[r], node)))
         })
-    }
-
-    /// `labels.Requirement.Matches` (`fields.Selector` for `matchFields`).
-    /// A malformed expression (Kubernetes fails to parse it, so its term
-    /// matches nothing) is false.
-    fn expr_matches(&self, s: &Session, e: &AffinityExpr, node: usize) -> bool {
-        if e.field {
-            let name = s.snap.node_name[node];
-            return match (s.str(e.operator), e.values.len()) {
-                ("In", 1..) => e.values.contains(&name),
-                ("NotIn", 1..) => !e.values.contains(&name),
-                _ => false,
-            };
-        }
-        let label = self.label(s, node, s.str(e.key));
-        let mut values = e.values.iter().map(|&v| s.str(v));
-        match (s.str(e.operator), e.values.len()) {
-            ("In", 1..) => label.is_some_and(|l| values.any(|v| v == l)),
-            ("NotIn", 1..) => label.is_none_or(|l| values.all(|v| v != l)),
-            ("Exists", 0) => label.is_some(),
-            ("DoesNotExist", 0) => label.is_none(),
-            (op @ ("Gt" | "Lt"), 1) => {
-                let bound = s.str(e.values[0]).parse::<i64>();
-                match (label.and_then(|l| l.parse::<i64>().ok()), bound) {
-                    (Some(l), Ok(b)) => (op == "Gt" && l > b) || (op == "Lt" && l < b),
-                    _ => false,
-                }
-            }
-            _ => false,
-        }
     }
 
     #[cold]
@@ -331,7 +270,7 @@ tephra_sdk::export_plugin!(Predicates);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tephra_sdk::types::{Label, Taint};
+    use tephra_sdk::types::{AffinityExpr, Label, Taint, Toleration};
     use tephra_sdk::{Runtime, SnapshotBuilder, TaskStatus, NONE};
 
     /// A builder with one queue and job, plus row helpers.

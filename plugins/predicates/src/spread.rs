@@ -73,7 +73,14 @@ impl Spreads {
     /// `admits(node, honor_affinity, honor_taints)`: the task's node
     /// affinity and taint checks, as the policies ask for them; `open`: the
     /// task has no node selector or required node affinity.
-    fn prepare(&mut self, s: &Session, pods: &mut Pods, t: u32, admits: &dyn Fn(usize, bool, bool) -> bool, open: bool) {
+    fn prepare(
+        &mut self,
+        s: &Session,
+        pods: &mut Pods,
+        t: u32,
+        admits: &dyn Fn(usize, bool, bool) -> bool,
+        open: bool,
+    ) {
         if self.prepared.as_ref().is_some_and(|p| p.task == t && p.epoch == pods.epoch) {
             return;
         }

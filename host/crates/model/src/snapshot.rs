@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tephra_contract::{JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
 
 mod rules;
-pub use rules::{classless, rising, selects, selector_keys, volatile};
+pub use rules::{classless, rising, selector_keys, selects, volatile};
 
 /// A map keyed by names, hashed fast: the snapshot build looks names up
 /// hundreds of thousands of times per cycle.
