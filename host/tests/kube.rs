@@ -544,7 +544,7 @@ spec:
         let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
         conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
     });
-    let field = "spec.volumes[].persistentVolumeClaim not evaluated by tephra yet";
+    let field = "persistentvolumeclaim \"data\" not found";
     let msg = cond["message"].as_str().unwrap();
     assert!(msg.contains(field), "{msg}");
     let events = c.events(ns, "FailedScheduling");
@@ -633,7 +633,32 @@ fn rules_workload(ns: &str, scheduler: &str, port: u16) -> String {
     out += &pod("near", "app: near", near);
     out += &pod("tolerant", "app: tolerant", toleration);
     out += &pod("intolerant", "app: intolerant", "  nodeSelector: {kubernetes.io/hostname: n6}\n");
+    out +=
+        &pod("with-volume", "app: volume", "  volumes: [{name: cache, persistentVolumeClaim: {claimName: cache}}]\n");
     out
+}
+
+/// A local PersistentVolume on node n3 and, in `ns`, the claim `cache` bound to it.
+fn local_volume(c: &Cluster, ns: &str) {
+    let pv = format!("local-{ns}");
+    c.apply(&format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {pv}}}\nspec:\n  capacity: {{storage: 1Gi}}\n  \
+         accessModes: [ReadWriteOnce]\n  local: {{path: /data}}\n  claimRef: {{namespace: {ns}, name: cache}}\n  \
+         nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions: [{{key: kubernetes.io/hostname, \
+         operator: In, values: [n3]}}]\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: cache, \
+         namespace: {ns}, annotations: {{pv.kubernetes.io/bind-completed: \"yes\"}}}}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n  \
+         volumeName: {pv}\n  storageClassName: \"\"\n"
+    ));
+    // No volume controller runs here: claim and volume are marked bound as
+    // it would mark them (with the claim's bind-completed annotation above).
+    let bound = r#"{"status":{"phase":"Bound"}}"#;
+    for (kind, name, namespace) in [("pvc", "cache", ns), ("pv", pv.as_str(), "")] {
+        let mut args = vec!["patch", kind, name, "--subresource=status", "--type=merge", "-p", bound];
+        if !namespace.is_empty() {
+            args.extend(["-n", namespace]);
+        }
+        c.kubectl(&args);
+    }
 }
 
 /// Checks every rule of [`rules_workload`] on the placement of `ns`
@@ -674,6 +699,9 @@ fn rule_violations(ns: &str, placed: &BTreeMap<String, String>, zones: &BTreeMap
     if placed.get("tolerant").map(String::as_str) != Some("n6") {
         bad.push(format!("{ns}: tolerant (nodeSelector n6, tolerates its taint) on {:?}", placed.get("tolerant")));
     }
+    if placed.get("with-volume").map(String::as_str) != Some("n3") {
+        bad.push(format!("{ns}: volume: with-volume (its volume is on n3) on {:?}", placed.get("with-volume")));
+    }
     if placed.get("intolerant").is_some_and(|n| !n.is_empty()) {
         bad.push(format!("{ns}: taint: intolerant placed on tainted {}", placed["intolerant"]));
     }
@@ -681,7 +709,7 @@ fn rule_violations(ns: &str, placed: &BTreeMap<String, String>, zones: &BTreeMap
 }
 
 /// The same nodes and pods (anti-affinity, spread, host ports, node
-/// affinity, taints, pod affinity) scheduled by kube-scheduler v1.37.1 and by
+/// affinity, taints, pod affinity, a local volume) scheduled by kube-scheduler v1.37.1 and by
 /// `tephra run` on one API server: both placements satisfy every rule, as
 /// checked here, and the pod no node can take waits in both, with tephra
 /// naming the taint.
@@ -708,6 +736,8 @@ fn placement_rules_agree_with_kube_scheduler() {
     let (ks, tp) = ("t-kube-scheduler", "t-tephra");
     namespace(&c, ks);
     namespace(&c, tp);
+    local_volume(&c, ks);
+    local_volume(&c, tp);
     let _kube_scheduler = KubeScheduler::start(&c);
     let mut t = Tephra::start(&c, "a", &[]);
     c.apply(&rules_workload(ks, "default-scheduler", 9000));
@@ -715,7 +745,7 @@ fn placement_rules_agree_with_kube_scheduler() {
     for ns in [ks, tp] {
         wait(&c, ns, 60, &format!("every pod but intolerant bound in {ns}"), || {
             let placed = c.placements(ns);
-            (placed.len() == 18 && placed.iter().all(|(p, n)| p == "intolerant" || !n.is_empty())).then_some(())
+            (placed.len() == 19 && placed.iter().all(|(p, n)| p == "intolerant" || !n.is_empty())).then_some(())
         });
     }
     // A few more cycles: nothing moves, intolerant still waits.

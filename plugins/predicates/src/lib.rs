@@ -1,7 +1,7 @@
 //! Predicates: the node filters of Volcano's `predicates` plugin (reference
 //! §8.8), with kube-scheduler's semantics and messages: NodeUnschedulable,
 //! NodeAffinity (nodeSelector, required terms with `matchExpressions` and
-//! `matchFields`, bound volumes' node affinity), TaintToleration, NodePorts,
+//! `matchFields`), TaintToleration, bound volumes' node affinity, NodePorts,
 //! Volcano's pod-count check, PodTopologySpread (`DoNotSchedule`) and
 //! InterPodAffinity (required terms both ways).
 //!
@@ -26,6 +26,7 @@ use tephra_sdk::{Args, Event, ExtensionPoint as P, Fits, Policy, Session, TaskSt
 const UNSCHEDULABLE: &str = "node(s) were unschedulable";
 const AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
 const PODS_EXCEEDED: &str = "node(s) pod number exceeded";
+const VOLUME_CONFLICT: &str = "node(s) had volume node affinity conflict";
 /// The taint a pod must tolerate to land on a cordoned node.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
@@ -55,8 +56,10 @@ struct NodeRules {
     selector: Vec<Vec<usize>>,
     /// Per task: `task_tolerations` rows.
     tolerations: Vec<Vec<usize>>,
-    /// Per task: required `task_affinity` rows, sorted by (group, term).
+    /// Per task: the pod's own required `task_affinity` rows (group 0), sorted by term.
     terms: Vec<Vec<usize>>,
+    /// Per task: its bound volumes' node-affinity rows (groups > 0), sorted by (group, term).
+    volumes: Vec<Vec<usize>>,
 }
 
 /// The rejections with fixed messages, built once: a rejection hands out a
@@ -66,6 +69,7 @@ struct Fixed {
     affinity: Unfit,
     pods: Unfit,
     ports: Unfit,
+    volumes: Unfit,
 }
 
 impl Default for Fixed {
@@ -75,6 +79,7 @@ impl Default for Fixed {
             affinity: Unfit::unresolvable(AFFINITY),
             pods: Unfit::new(PODS_EXCEEDED),
             ports: Unfit::new(ports::CONFLICT),
+            volumes: Unfit::unresolvable(VOLUME_CONFLICT),
         }
     }
 }
@@ -90,8 +95,13 @@ impl NodeRules {
         self.selector = group(s.tasks(), sn.task_node_selector.iter().map(|l| l.owner));
         self.tolerations = group(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
         self.terms = group(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
+        self.volumes = self.terms.clone();
         for rows in &mut self.terms {
-            rows.retain(|&r| sn.task_affinity[r].weight == 0);
+            rows.retain(|&r| sn.task_affinity[r].weight == 0 && sn.task_affinity[r].group == 0);
+            rows.sort_by_key(|&r| sn.task_affinity[r].term);
+        }
+        for rows in &mut self.volumes {
+            rows.retain(|&r| sn.task_affinity[r].group > 0);
             rows.sort_by_key(|&r| (sn.task_affinity[r].group, sn.task_affinity[r].term));
         }
     }
@@ -124,14 +134,24 @@ impl NodeRules {
         })
     }
 
-    /// Required terms: per group (the pod's own, then each bound volume's),
-    /// some term matches; a term's expressions all do. No terms, no constraint.
+    /// Required terms: some term matches; a term's expressions all do. No
+    /// terms, no constraint.
     fn terms_match(&self, s: &Session, task: usize, node: usize) -> bool {
-        let (rows, exprs) = (&self.terms[task], &s.snap.task_affinity);
+        Self::groups_match(&self.labels, s, &self.terms[task], node)
+    }
+
+    /// The node affinity of every bound volume holds (VolumeBinding's check).
+    fn volumes_match(&self, s: &Session, task: usize, node: usize) -> bool {
+        Self::groups_match(&self.labels, s, &self.volumes[task], node)
+    }
+
+    /// Per group, some term of `rows` matches.
+    fn groups_match(labels: &NodeLabels, s: &Session, rows: &[usize], node: usize) -> bool {
+        let exprs = &s.snap.task_affinity;
         rows.chunk_by(|&a, &b| exprs[a].group == exprs[b].group).all(|group| {
             group
                 .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
-                .any(|term| term.iter().all(|&r| self.labels.matches(s, &exprs[r], node)))
+                .any(|term| term.iter().all(|&r| labels.matches(s, &exprs[r], node)))
         })
     }
 
@@ -196,6 +216,9 @@ impl Predicates {
             if let Some(message) = rules.untolerated_taint(s, t, n) {
                 return Err(Unfit::unresolvable(message));
             }
+        }
+        if !rules.volumes[t].is_empty() && !rules.volumes_match(s, t, n) {
+            return Err(self.fixed.volumes.clone());
         }
         if self.ports_on && self.ports.any(t as u32) && !self.ports.free(t as u32, n as u32) {
             return Err(self.fixed.ports.clone());

@@ -16,7 +16,7 @@
 
 use crate::controller::{self, Write, GROUP_ANNOTATION};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodCondition};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -25,7 +25,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 use tephra_model::cluster::{Cluster, Pod as ModelPod, PodGroup};
@@ -67,11 +67,23 @@ pub enum Change {
     Class(Box<Event<PriorityClass>>),
     /// Namespaces' labels, for pod affinity's `namespaceSelector`.
     Namespace(Box<Event<Namespace>>),
+    /// Claims and volumes: where pods' volumes let them run.
+    Claim(Box<Event<PersistentVolumeClaim>>),
+    Volume(Box<Event<PersistentVolume>>),
 }
 
 /// The watches, in the order [`Change::stream`] numbers them.
-const STREAMS: [&str; 7] =
-    ["nodes", "pods", "bound pods of other schedulers", "podgroups", "queues", "priorityclasses", "namespaces"];
+const STREAMS: [&str; 9] = [
+    "nodes",
+    "pods",
+    "bound pods of other schedulers",
+    "podgroups",
+    "queues",
+    "priorityclasses",
+    "namespaces",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+];
 
 /// Where an event stands in a watch's (re)list.
 #[derive(PartialEq)]
@@ -118,6 +130,8 @@ impl Change {
             Change::Queue(_) => 4,
             Change::Class(_) => 5,
             Change::Namespace(_) => 6,
+            Change::Claim(_) => 7,
+            Change::Volume(_) => 8,
         }
     }
 
@@ -128,6 +142,8 @@ impl Change {
             Change::PodGroup(e) | Change::Queue(e) => step(&**e),
             Change::Class(e) => step(&**e),
             Change::Namespace(e) => step(&**e),
+            Change::Claim(e) => step(&**e),
+            Change::Volume(e) => step(&**e),
         }
     }
 }
@@ -186,7 +202,9 @@ impl Watches {
             forward(Api::all_with(client.clone(), &pgr), Default::default(), tx.clone(), Change::PodGroup, STREAMS[3]),
             forward(Api::all_with(client.clone(), &qr), Default::default(), tx.clone(), Change::Queue, STREAMS[4]),
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Class, STREAMS[5]),
-            forward(Api::all(client.clone()), Default::default(), tx, Change::Namespace, STREAMS[6]),
+            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Namespace, STREAMS[6]),
+            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Claim, STREAMS[7]),
+            forward(Api::all(client.clone()), Default::default(), tx, Change::Volume, STREAMS[8]),
         ];
         Watches { rx, tasks }
     }
@@ -281,12 +299,15 @@ pub struct Store {
     classes: HashMap<String, String>,
     /// Namespace name → resourceVersion.
     namespaces: HashMap<String, String>,
+    /// PersistentVolumeClaim `namespace/name` and PersistentVolume name → resourceVersion.
+    claims: HashMap<String, String>,
+    volumes: HashMap<String, String>,
     index: Index,
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
     /// Keys listed so far by a relist under way, per stream.
-    relist: [Option<HashSet<String>>; 7],
-    synced: [bool; 7],
+    relist: [Option<HashSet<String>>; 9],
+    synced: [bool; 9],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -324,6 +345,30 @@ fn key_of<K: Resource>(o: &K) -> String {
         Some(ns) => format!("{ns}/{}", o.meta().name.as_deref().unwrap_or_default()),
         None => o.meta().name.clone().unwrap_or_default(),
     }
+}
+
+/// A keyed object read: its key, version, and name and value when readable.
+type Keyed<V> = (String, String, Option<(String, V)>);
+
+/// Keeps what [`Store::keyed`] read: the version, and the value under its
+/// name when it changed; an unreadable version removes the object.
+fn keep<V: PartialEq>(seen: &mut HashMap<String, String>, map: &mut BTreeMap<String, V>, read: Option<Keyed<V>>) {
+    match read {
+        None => {}
+        Some((key, rv, Some((name, value)))) => {
+            seen.insert(key, rv);
+            if map.get(&name) != Some(&value) {
+                map.insert(name, value);
+            }
+        }
+        Some((key, _, None)) => forget(seen, map, &key),
+    }
+}
+
+/// An object gone: its version and its value.
+fn forget<V>(seen: &mut HashMap<String, String>, map: &mut BTreeMap<String, V>, key: &str) {
+    seen.remove(key);
+    map.remove(key);
 }
 
 /// Appends an item and indexes it.
@@ -367,6 +412,8 @@ impl Store {
                         Change::PodGroup(e) | Change::Queue(e) => listed_key(&**e),
                         Change::Class(e) => listed_key(&**e),
                         Change::Namespace(e) => listed_key(&**e),
+                        Change::Claim(e) => listed_key(&**e),
+                        Change::Volume(e) => listed_key(&**e),
                     };
                     listed.extend(key);
                 }
@@ -392,7 +439,9 @@ impl Store {
             3 => self.podgroups.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             4 => self.queues.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             5 => self.classes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            _ => self.namespaces.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            6 => self.namespaces.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            7 => self.claims.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            _ => self.volumes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
         };
         for key in gone {
             match stream {
@@ -401,7 +450,9 @@ impl Store {
                 3 => self.podgroup_deleted(c, &key),
                 4 => self.queue_deleted(c, &key),
                 5 => self.class_deleted(c, &key),
-                _ => self.namespace_deleted(c, &key),
+                6 => self.namespace_deleted(c, &key),
+                7 => self.claim_deleted(c, &key),
+                _ => self.volume_deleted(c, &key),
             }
         }
     }
@@ -414,6 +465,8 @@ impl Store {
             Change::PodGroup(e) | Change::Queue(e) => deleted_uid(&**e),
             Change::Class(e) => deleted_uid(&**e),
             Change::Namespace(e) => deleted_uid(&**e),
+            Change::Claim(e) => deleted_uid(&**e),
+            Change::Volume(e) => deleted_uid(&**e),
         };
         if let Some(uid) = gone_uid {
             self.bad.remove(&uid);
@@ -447,6 +500,16 @@ impl Store {
             Change::Namespace(e) => match *e {
                 Event::Apply(o) | Event::InitApply(o) => self.namespace_applied(c, &o),
                 Event::Delete(o) => self.namespace_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Claim(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.claim_applied(c, &o),
+                Event::Delete(o) => self.claim_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Volume(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.volume_applied(c, &o),
+                Event::Delete(o) => self.volume_deleted(c, &key_of(&o)),
                 _ => {}
             },
         }
@@ -496,46 +559,91 @@ impl Store {
         self.reorder |= remove(&mut c.nodes, &mut self.index.nodes, key, |n| n.name.clone());
     }
 
+    // Priority classes, namespaces, claims and volumes are each one value
+    // under a name in the cluster: read once per version, kept when readable.
+
     fn class_applied(&mut self, c: &mut Cluster, o: &PriorityClass) {
-        let (key, (_, rv)) = (key_of(o), ids(o));
-        if self.classes.get(&key) == Some(&rv) {
-            return;
-        }
-        match self.read(o, "PriorityClass", false) {
-            Some(Object::PriorityClass(name, pc)) => {
-                self.classes.insert(key, rv);
-                if c.priority_classes.get(&name) != Some(&pc) {
-                    c.priority_classes.insert(name, pc);
-                }
-            }
-            _ => self.class_deleted(c, &key),
-        }
+        let read = self.keyed(
+            o,
+            |s| &s.classes,
+            "PriorityClass",
+            |obj| match obj {
+                Object::PriorityClass(name, pc) => Some((name, pc)),
+                _ => None,
+            },
+        );
+        keep(&mut self.classes, &mut c.priority_classes, read);
     }
 
     fn class_deleted(&mut self, c: &mut Cluster, key: &str) {
-        self.classes.remove(key);
-        c.priority_classes.remove(key);
+        forget(&mut self.classes, &mut c.priority_classes, key);
     }
 
     fn namespace_applied(&mut self, c: &mut Cluster, o: &Namespace) {
-        let (key, (_, rv)) = (key_of(o), ids(o));
-        if self.namespaces.get(&key) == Some(&rv) {
-            return;
-        }
-        match self.read(o, "Namespace", false) {
-            Some(Object::Namespace(name, labels)) => {
-                self.namespaces.insert(key, rv);
-                if c.namespaces.get(&name) != Some(&labels) {
-                    c.namespaces.insert(name, labels);
-                }
-            }
-            _ => self.namespace_deleted(c, &key),
-        }
+        let read = self.keyed(
+            o,
+            |s| &s.namespaces,
+            "Namespace",
+            |obj| match obj {
+                Object::Namespace(name, labels) => Some((name, labels)),
+                _ => None,
+            },
+        );
+        keep(&mut self.namespaces, &mut c.namespaces, read);
     }
 
     fn namespace_deleted(&mut self, c: &mut Cluster, key: &str) {
-        self.namespaces.remove(key);
-        c.namespaces.remove(key);
+        forget(&mut self.namespaces, &mut c.namespaces, key);
+    }
+
+    fn claim_applied(&mut self, c: &mut Cluster, o: &PersistentVolumeClaim) {
+        let read = self.keyed(
+            o,
+            |s| &s.claims,
+            "PersistentVolumeClaim",
+            |obj| match obj {
+                Object::Claim(key, claim) => Some((key, claim)),
+                _ => None,
+            },
+        );
+        keep(&mut self.claims, &mut c.claims, read);
+    }
+
+    fn claim_deleted(&mut self, c: &mut Cluster, key: &str) {
+        forget(&mut self.claims, &mut c.claims, key);
+    }
+
+    fn volume_applied(&mut self, c: &mut Cluster, o: &PersistentVolume) {
+        let read = self.keyed(
+            o,
+            |s| &s.volumes,
+            "PersistentVolume",
+            |obj| match obj {
+                Object::Volume(name, volume) => Some((name, volume)),
+                _ => None,
+            },
+        );
+        keep(&mut self.volumes, &mut c.volumes, read);
+    }
+
+    fn volume_deleted(&mut self, c: &mut Cluster, key: &str) {
+        forget(&mut self.volumes, &mut c.volumes, key);
+    }
+
+    /// A keyed object as (key, version, what it reads as): `None` when this
+    /// version was seen already, `Some((.., None))` when it cannot be read.
+    fn keyed<K: Resource + Serialize, V>(
+        &mut self,
+        o: &K,
+        seen: fn(&Store) -> &HashMap<String, String>,
+        kind: &str,
+        pick: fn(Object) -> Option<(String, V)>,
+    ) -> Option<Keyed<V>> {
+        let (key, (_, rv)) = (key_of(o), ids(o));
+        if seen(self).get(&key) == Some(&rv) {
+            return None;
+        }
+        Some((key, rv, self.read(o, kind, false).and_then(pick)))
     }
 
     fn queue_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {

@@ -6,7 +6,7 @@
 //! removed or respecified, a priority class, status overrides) means a full
 //! build.
 
-use crate::cluster::{Cluster, PriorityClass};
+use crate::cluster::{Claim, Cluster, PriorityClass, Volume};
 use crate::resource::PODS;
 use crate::snapshot::{
     class_of, dense_row, job_phase, job_signature, move_on_nodes, node_share, resident_at, task_status, Built, Moved,
@@ -51,6 +51,8 @@ pub struct Basis {
     pub(crate) marks: Marks,
     pub(crate) classes: BTreeMap<String, PriorityClass>,
     pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// PersistentVolumeClaims and PersistentVolumes (what pods' volumes resolve to).
+    pub(crate) claims: (BTreeMap<String, Claim>, BTreeMap<String, Volume>),
     /// The label keys selectors read (what classes cover of labels).
     pub(crate) selector_keys: Vec<String>,
     /// Whether status overrides applied (a scenario's session: never kept).
@@ -118,6 +120,8 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     if !overrides.is_empty()
         || b.classes != c.priority_classes
         || b.namespaces != c.namespaces
+        || b.claims.0 != c.claims
+        || b.claims.1 != c.volumes
         || !unchanged(c.nodes.changes_since(nodes?))
         || !unchanged(c.queues.changes_since(queues?))
     {

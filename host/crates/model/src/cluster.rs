@@ -274,6 +274,9 @@ pub struct Pod {
     pub pod_terms: Vec<PodTerm>,
     pub spread: Vec<Spread>,
     pub ports: Vec<HostPort>,
+    /// PersistentVolumeClaims the pod mounts, by name in its namespace
+    /// (an ephemeral volume's claim is `<pod>-<volume>`).
+    pub claims: Vec<String>,
     pub annotations: BTreeMap<String, String>,
     pub labels: BTreeMap<String, String>,
     pub created: i64,
@@ -327,6 +330,22 @@ pub struct Cluster {
     pub priority_classes: BTreeMap<String, PriorityClass>,
     /// Namespace labels, for pod affinity's `namespaceSelector`.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// PersistentVolumeClaims by `namespace/name`: the volume each is bound to.
+    pub claims: BTreeMap<String, Claim>,
+    /// PersistentVolumes by name: their required node affinity.
+    pub volumes: BTreeMap<String, Volume>,
+}
+
+/// A PersistentVolumeClaim: the volume it is bound to, if any.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Claim {
+    pub volume: Option<String>,
+}
+
+/// A PersistentVolume: its required node affinity, terms ORed (none: any node).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Volume {
+    pub affinity: Vec<Vec<MatchExpr>>,
 }
 
 /// The part of a pod that changes as it is scheduled and runs.

@@ -33,6 +33,10 @@ pub enum Object {
     PriorityClass(String, PriorityClass),
     /// A Namespace's name and labels.
     Namespace(String, BTreeMap<String, String>),
+    /// A PersistentVolumeClaim's `namespace/name` and binding.
+    Claim(String, Claim),
+    /// A PersistentVolume's name and node affinity.
+    Volume(String, Volume),
     Config(SchedulerConfig),
 }
 
@@ -238,6 +242,14 @@ fn placement(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
     }
     pod.unevaluated = unevaluated(spec);
     rules::read(at, spec, pod)?;
+    for (i, vol) in seq(at, spec, "volumes")?.iter().enumerate() {
+        if let Some(claim) = string(at, vol, "persistentVolumeClaim.claimName")? {
+            pod.claims.push(claim);
+        } else if get(vol, "ephemeral").is_some() {
+            let name = string(at, vol, "name")?.ok_or_else(|| at.err(&format!("spec.volumes[{i}].name"), "missing"))?;
+            pod.claims.push(format!("{}-{name}", pod.name));
+        }
+    }
     Ok(())
 }
 
@@ -258,11 +270,6 @@ fn unevaluated(spec: &Value) -> Vec<String> {
         Some(Value::Null) | None => false,
         Some(_) => true,
     };
-    if let Some(Value::Sequence(vs)) = get(spec, "volumes") {
-        if vs.iter().any(|v| get(v, "persistentVolumeClaim").is_some() || get(v, "ephemeral").is_some()) {
-            out.push("spec.volumes[].persistentVolumeClaim".into());
-        }
-    }
     if present("resourceClaims") {
         out.push("spec.resourceClaims".into());
     }
@@ -471,6 +478,22 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             expect_api("v1")?;
             Object::Namespace(name, labels)
         }
+        "PersistentVolumeClaim" => {
+            expect_api("v1")?;
+            // Bound: `spec.volumeName` once the binder set it, and phase Bound.
+            let bound = string(at, v, "status.phase")?.as_deref() == Some("Bound");
+            let volume = string(at, v, "spec.volumeName")?.filter(|n| bound && !n.is_empty());
+            Object::Claim(format!("{namespace}/{name}"), Claim { volume })
+        }
+        "PersistentVolume" => {
+            expect_api("v1")?;
+            let path = "spec.nodeAffinity.required.nodeSelectorTerms";
+            let mut affinity = Vec::new();
+            for (i, term) in seq(at, v, path)?.iter().enumerate() {
+                affinity.push(rules::node_term(at, term, &format!("{path}[{i}]"))?);
+            }
+            Object::Volume(name, Volume { affinity })
+        }
         "ConfigMap" => match v.get("data").and_then(|d| d.get("volcano-scheduler.conf")).and_then(Value::as_str) {
             Some(text) => Object::Config(SchedulerConfig::parse(
                 text,
@@ -480,7 +503,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         },
         other => bail!(
             "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
-             Namespace, ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
+             Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
              scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
             at.object
@@ -601,9 +624,49 @@ mod tests {
 ";
         assert_eq!(
             pod(hard),
-            ["spec.volumes[].persistentVolumeClaim", "spec.resourceClaims", "spec.schedulingGates"],
+            ["spec.resourceClaims", "spec.schedulingGates"],
             "the rules tephra evaluates are not listed"
         );
+    }
+
+    #[test]
+    fn claims_and_volumes_are_read() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}
+spec:
+  containers: [{name: c}]
+  volumes:
+  - {name: a, persistentVolumeClaim: {claimName: data}}
+  - {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {}}}}
+  - {name: e, emptyDir: {}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: ns}
+spec: {volumeName: pv1}
+status: {phase: Bound}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: later, namespace: ns}
+spec: {volumeName: pv2}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1}
+spec:
+  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}
+";
+        let objs: Vec<Object> = parse(text, "t.yaml").unwrap().into_iter().map(|t| t.object).collect();
+        let Object::Pod(p) = &objs[0] else { panic!() };
+        assert_eq!(p.claims, ["data", "p-scratch"]);
+        assert!(matches!(&objs[1], Object::Claim(k, Claim { volume: Some(v) }) if k == "ns/data" && v == "pv1"));
+        assert!(matches!(&objs[2], Object::Claim(k, Claim { volume: None }) if k == "ns/later"));
+        let Object::Volume(name, v) = &objs[3] else { panic!() };
+        assert_eq!((name.as_str(), v.affinity.len(), v.affinity[0][0].key.as_str()), ("pv1", 1, "zone"));
+        let bad = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec:\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: Near}]}]}}\n";
+        let err = parse(bad, "t.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("t.yaml: PersistentVolume pv: spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator: "), "{err}");
     }
 
     #[test]

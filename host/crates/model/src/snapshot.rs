@@ -151,7 +151,7 @@ pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &[String])
     for k in keys {
         p.labels.get(k).hash(&mut h);
     }
-    (&p.preferred, &p.pod_terms, &p.ports, &p.spread).hash(&mut h);
+    (&p.preferred, &p.pod_terms, &p.ports, &p.spread, &p.claims).hash(&mut h);
     job.hash(&mut h);
     req.iter().for_each(|v| v.to_bits().hash(&mut h));
     (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
@@ -405,10 +405,11 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
                     .is_some_and(|c| c.preempt_never),
         );
         extra.task_nominated.push(p.nominated_node.as_ref().and_then(|n| node_index.get(n).copied()).unwrap_or(NONE));
-        extra.task_unevaluated.push(
-            (!p.unevaluated.is_empty())
-                .then(|| format!("{} not evaluated by tephra yet", p.unevaluated.join(", ")).into()),
-        );
+        let mut why: Vec<String> = p.unevaluated.iter().map(|f| format!("{f} not evaluated by tephra yet")).collect();
+        if !p.claims.is_empty() {
+            why.extend(rules::volumes(&mut strings, cluster, &mut snap, p, t));
+        }
+        extra.task_unevaluated.push((!why.is_empty()).then(|| why.join("; ").into()));
         let class = if status == TaskStatus::Pending { class_of(p, &req, job_sig[j as usize], &keys) } else { 0 };
         extra.task_class.push(class);
         extra.task_rising.push(rising(p));
@@ -448,6 +449,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     basis.marks = Marks::of(cluster);
     basis.classes = cluster.priority_classes.clone();
     basis.namespaces = cluster.namespaces.clone();
+    basis.claims = (cluster.claims.clone(), cluster.volumes.clone());
     basis.selector_keys = keys;
     basis.job_sig = job_sig;
     basis.overrides = !overrides.is_empty();

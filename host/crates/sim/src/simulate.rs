@@ -168,6 +168,12 @@ impl Sim {
                 Object::Namespace(n, labels) => {
                     c.namespaces.insert(n, labels);
                 }
+                Object::Claim(key, claim) => {
+                    c.claims.insert(key, claim);
+                }
+                Object::Volume(name, volume) => {
+                    c.volumes.insert(name, volume);
+                }
                 Object::Config(_) => {}
             }
         }

@@ -78,7 +78,7 @@ fn weighted<'v>(at: &At, p: &'v Value, path: &str, key: &str) -> Result<(i32, &'
     Ok((weight, term))
 }
 
-fn node_term(at: &At, term: &Value, path: &str) -> Result<Vec<MatchExpr>> {
+pub(super) fn node_term(at: &At, term: &Value, path: &str) -> Result<Vec<MatchExpr>> {
     let mut exprs = requirements(at, term, "matchExpressions", path, &NODE_OPS)?;
     for (i, e) in seq(at, term, "matchFields")?.iter().enumerate() {
         let mut f = requirement(at, e, &format!("{path}.matchFields[{i}]"), &["In", "NotIn"])?;

@@ -4,7 +4,7 @@
 //! that are not tasks (residents), which those rules see too.
 
 use super::Interner;
-use crate::cluster::{MatchExpr, Pod, PodTerm, Selector};
+use crate::cluster::{Cluster, MatchExpr, Pod, PodTerm, Selector};
 use std::collections::BTreeMap;
 use tephra_contract as c;
 
@@ -155,6 +155,50 @@ pub(super) fn task(
             honor_taints: sp.honor_taints,
         });
     }
+}
+
+/// The node affinity of the volumes a task's claims are bound to, as
+/// `task-affinity` groups 1, 2, …; what keeps the task from any node (a
+/// claim missing or unbound, a volume missing) is returned instead, one
+/// reason each, as kube-scheduler's VolumeBinding words it.
+pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: &Pod, t: u32) -> Vec<String> {
+    let mut why = Vec::new();
+    let mut group = 0;
+    for claim in &p.claims {
+        let Some(bound) = c.claims.get(&format!("{}/{claim}", p.namespace)) else {
+            why.push(format!("persistentvolumeclaim \"{claim}\" not found"));
+            continue;
+        };
+        let Some(volume) = &bound.volume else {
+            why.push(format!(
+                "persistentvolumeclaim \"{claim}\" is not bound (binding volumes is not evaluated by tephra yet)"
+            ));
+            continue;
+        };
+        let Some(v) = c.volumes.get(volume) else {
+            why.push(format!("persistentvolume \"{volume}\" not found"));
+            continue;
+        };
+        if v.affinity.is_empty() {
+            continue;
+        }
+        group += 1;
+        for (term, exprs) in v.affinity.iter().enumerate() {
+            for e in exprs {
+                snap.task_affinity.push(c::AffinityExpr {
+                    task: t,
+                    group,
+                    term: term as u32,
+                    weight: 0,
+                    field: e.field,
+                    key: s.id(&e.key),
+                    operator: s.id(&e.operator),
+                    values: e.values.iter().map(|v| s.id(v)).collect(),
+                });
+            }
+        }
+    }
+    why
 }
 
 /// Whether answers about a pod can rise through placements elsewhere as
