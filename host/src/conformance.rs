@@ -124,6 +124,13 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
                     crate::model::Taint { key: f("key"), value: f("value"), effect: f("effect") }
                 })
                 .collect(),
+            images: n
+                .get("images")
+                .and_then(Value::as_sequence)
+                .into_iter()
+                .flatten()
+                .map(|im| (strs(im.get("names")), im.get("sizeBytes").and_then(Value::as_f64).unwrap_or(0.0)))
+                .collect(),
             ..Default::default()
         });
     }

@@ -14,6 +14,7 @@ mod alloc;
 pub mod args;
 pub mod log;
 pub mod nodes;
+pub mod pods;
 mod policy;
 pub mod resource;
 mod runtime;

@@ -73,6 +73,8 @@ impl SnapshotBuilder {
                 pod_terms: vec![],
                 pod_ports: vec![],
                 task_spread: vec![],
+                node_images: vec![],
+                task_images: vec![],
             },
         }
     }

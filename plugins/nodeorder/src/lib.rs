@@ -15,15 +15,24 @@
 //!   one). Volcano normalizes over the nodes of its batch; here over all
 //!   nodes, so that a node's score does not depend on which others are asked.
 //!
-//! Not scored yet: preferred pod affinity, image locality and topology
-//! spread (`podaffinity.weight`, `imagelocality.weight`,
-//! `podtopologyspread.weight` are read and must be numbers). Kube-scheduler's
-//! non-zero defaults for requestless containers (100m cpu, 200Mi) are not
-//! applied: the snapshot has no per-container requests.
+//! - InterPodAffinity (`podaffinity.weight`, default 2): `affinity.rs`;
+//! - PodTopologySpread (`podtopologyspread.weight`, default 2), the
+//!   `ScheduleAnyway` constraints: `spread.rs`;
+//! - ImageLocality (`imagelocality.weight`, default 1): `images.rs`.
+//!
+//! Kube-scheduler's non-zero defaults for requestless containers (100m cpu,
+//! 200Mi) are not applied: the snapshot has no per-container requests. Nor
+//! are PodTopologySpread's system default constraints (they come from the
+//! Services and ReplicaSets that select a pod, which tephra does not watch).
 
-use tephra_sdk::nodes::{group_rows, tolerates, NodeLabels};
+mod affinity;
+mod images;
+mod spread;
+
+use tephra_sdk::nodes::{group_rows, tolerates, NodeLabels, NodeRules};
+use tephra_sdk::pods::Pods;
 use tephra_sdk::resource::round;
-use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, NONE};
+use tephra_sdk::{Args, Event, ExtensionPoint as P, Policy, Session, TaskStatus, NONE};
 
 const CPU: usize = 0;
 const MEMORY: usize = 1;
@@ -47,6 +56,14 @@ pub struct NodeOrder {
     /// Per task, the most untolerated soft taints on any node (`NONE`: not
     /// worked out yet this session).
     most_untolerated: Vec<u32>,
+    pod_affinity: f64,
+    spread_weight: f64,
+    image_weight: f64,
+    rules: NodeRules,
+    pods: Pods,
+    pod_terms: affinity::Preferred,
+    spread: spread::SoftSpread,
+    images: images::Images,
     /// Per node, allocatable cpu and memory as kube-scheduler's integers:
     /// they do not move within a session, and rounding them for every
     /// node of every task cost as much as the rest of a score.
@@ -105,9 +122,23 @@ impl Policy for NodeOrder {
         self.gpu = s.dim("nvidia.com/gpu");
         self.affinity = args.f64("nodeaffinity.weight", 2.0)?;
         self.taints = args.f64("tainttoleration.weight", 3.0)?;
-        for unscored in ["podaffinity.weight", "imagelocality.weight", "podtopologyspread.weight"] {
-            args.f64(unscored, 0.0)?;
+        self.pod_affinity = args.f64("podaffinity.weight", 2.0)?;
+        self.spread_weight = args.f64("podtopologyspread.weight", 2.0)?;
+        self.image_weight = args.f64("imagelocality.weight", 1.0)?;
+        // Pods are indexed only when a pod term or soft spread needs them.
+        let sn = &s.snap;
+        let pods = !sn.pod_terms.is_empty() || sn.task_spread.iter().any(|c| !c.hard);
+        self.pods = Pods::default();
+        if pods {
+            self.rules.index(s);
+            self.pods.index(sn);
+            self.pods.open(s);
         }
+        self.pod_terms.index(s, if pods { self.pods.count() } else { 0 });
+        self.pod_terms.open(s, &mut self.pods);
+        self.spread.index(s);
+        self.spread.open();
+        self.images.index(s);
         let sn = &s.snap;
         self.labels = NodeLabels::new(s);
         self.preferred = group_rows(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
@@ -126,19 +157,28 @@ impl Policy for NodeOrder {
         Ok(())
     }
 
+    fn on_event(&mut self, s: &Session, e: &Event, _: TaskStatus) {
+        if !self.pod_terms.any() && !self.spread.any() {
+            return;
+        }
+        if let Some((from, to)) = self.pods.settle(s, e.task) {
+            self.pod_terms.shift(s, &mut self.pods, e.task, from, to);
+        }
+    }
+
     fn node_order(&mut self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
         let t = task;
         let most = self.most_untolerated(s, t);
         let task = self.task(s, t);
         for (score, &n) in scores.iter_mut().zip(nodes) {
-            *score = self.score(s, &task, n) + self.placement(s, t, n, most);
+            *score = self.score(s, &task, n) + self.placement(s, t, n, most) + self.pod_scores(s, t, n);
         }
     }
 
     fn node_score(&mut self, s: &Session, task: u32, node: u32) -> f64 {
         let most = self.most_untolerated(s, task);
         let t = self.task(s, task);
-        self.score(s, &t, node) + self.placement(s, task, node, most)
+        self.score(s, &t, node) + self.placement(s, task, node, most) + self.pod_scores(s, task, node)
     }
 }
 
@@ -186,6 +226,21 @@ impl NodeOrder {
             self.most_untolerated[t as usize] = most;
         }
         self.most_untolerated[t as usize]
+    }
+
+    /// InterPodAffinity's, PodTopologySpread's and ImageLocality's scores, weighted.
+    fn pod_scores(&mut self, s: &Session, t: u32, n: u32) -> f64 {
+        let mut score = 0.0;
+        if self.pod_affinity != 0.0 && self.pod_terms.any() {
+            score += self.pod_affinity * self.pod_terms.score(s, &mut self.pods, t, n) as f64;
+        }
+        if self.spread_weight != 0.0 && self.spread.applies(t) {
+            score += self.spread_weight * self.spread.score(s, &mut self.pods, &self.rules, t, n) as f64;
+        }
+        if self.image_weight != 0.0 {
+            score += self.image_weight * self.images.score(s, t, n) as f64;
+        }
+        score
     }
 
     /// NodeAffinity's and TaintToleration's scores, weighted.

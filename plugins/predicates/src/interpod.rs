@@ -9,9 +9,9 @@
 //! - existing pods' required anti-affinity: the node is in no domain where a
 //!   pod counts whose term picks the task.
 
-use crate::pods::{Clause, Domains, Filter, Namespaces, Pods};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tephra_sdk::pods::{Clause, Domains, Filter, Pods, Req, TermGroups};
 use tephra_sdk::types::PodTerm;
 use tephra_sdk::{Session, Unfit, NONE};
 
@@ -24,13 +24,6 @@ pub const EXISTING: &str = "node(s) didn't satisfy existing pods anti-affinity r
 struct Term {
     key: u32,
     clause: Clause,
-}
-
-/// Identical required anti-affinity terms of pods, and where such pods count.
-struct Group {
-    term: Term,
-    /// Per domain of the term's key: pods holding the term that count there.
-    per_domain: Vec<u32>,
 }
 
 /// A key's domains, and per domain whether it holds what a term looks for.
@@ -54,9 +47,8 @@ pub struct InterPod {
     /// Per task, its required affinity and anti-affinity terms.
     affinity: Vec<Vec<Term>>,
     anti: Vec<Vec<Term>>,
-    groups: Vec<Group>,
-    /// Per pod, the groups of its required anti-affinity terms.
-    group_of: Vec<Vec<usize>>,
+    /// Pods' required anti-affinity terms, and where the pods holding them count.
+    groups: TermGroups<Clause>,
     groups_by_label: HashMap<(u32, u32), Vec<usize>>,
     groups_unanchored: Vec<usize>,
     prepared: Option<Prepared>,
@@ -68,8 +60,7 @@ impl Default for InterPod {
         InterPod {
             affinity: Vec::new(),
             anti: Vec::new(),
-            groups: Vec::new(),
-            group_of: Vec::new(),
+            groups: TermGroups::new(0),
             groups_by_label: HashMap::new(),
             groups_unanchored: Vec::new(),
             prepared: None,
@@ -79,14 +70,7 @@ impl Default for InterPod {
 }
 
 fn term(s: &Session, t: &PodTerm) -> Term {
-    let ns = if t.all_namespaces {
-        Namespaces::All
-    } else {
-        let mut ns = t.namespaces.clone();
-        ns.sort_unstable();
-        Namespaces::Some(ns)
-    };
-    Term { key: t.topology_key, clause: Clause::new(s, &t.selector, t.matches_nothing, ns) }
+    Term { key: t.topology_key, clause: Clause::of_term(s, t) }
 }
 
 impl InterPod {
@@ -95,11 +79,9 @@ impl InterPod {
         let tasks = s.tasks();
         self.affinity = vec![Vec::new(); tasks];
         self.anti = vec![Vec::new(); tasks];
-        self.group_of = vec![Vec::new(); pods];
-        self.groups.clear();
+        self.groups = TermGroups::new(pods);
         self.groups_by_label.clear();
         self.groups_unanchored.clear();
-        let mut by_term: HashMap<Term, usize> = HashMap::new();
         for t in s.snap.pod_terms.iter().filter(|t| t.weight == 0 && (t.pod as usize) < pods) {
             let term = term(s, t);
             let p = t.pod as usize;
@@ -112,15 +94,11 @@ impl InterPod {
             if p < tasks {
                 self.anti[p].push(term.clone());
             }
-            let g = *by_term.entry(term.clone()).or_insert_with(|| {
-                self.groups.push(Group { term, per_domain: Vec::new() });
-                self.groups.len() - 1
-            });
-            self.group_of[p].push(g);
+            self.groups.add(p as u32, term.key, term.clause);
         }
-        for (g, group) in self.groups.iter().enumerate() {
-            let anchor = group.term.clause.reqs.iter().find_map(|r| match r {
-                crate::pods::Req::In(k, vs) => Some((*k, vs.clone())),
+        for (g, (clause, _, _)) in self.groups.groups.iter().enumerate() {
+            let anchor = clause.reqs.iter().find_map(|r| match r {
+                Req::In(k, vs) => Some((*k, vs.clone())),
                 _ => None,
             });
             match anchor {
@@ -133,15 +111,7 @@ impl InterPod {
     /// Where the pods holding anti-affinity terms count this session.
     pub fn open(&mut self, s: &Session, pods: &mut Pods) {
         self.prepared = None;
-        for g in &mut self.groups {
-            g.per_domain = vec![0; pods.domains(s, g.term.key).count];
-        }
-        for p in 0..self.group_of.len() as u32 {
-            let n = pods.node(s, p);
-            if n != NONE && !self.group_of[p as usize].is_empty() {
-                self.shift(s, pods, p, NONE, n);
-            }
-        }
+        self.groups.open(s, pods);
     }
 
     /// Whether task `t` has required terms of its own.
@@ -151,23 +121,12 @@ impl InterPod {
 
     /// Whether some pod has a required anti-affinity term.
     pub fn any_anti(&self) -> bool {
-        !self.groups.is_empty()
+        !self.groups.groups.is_empty()
     }
 
     /// Pod `p` moved from node `from` to `to`.
     pub fn shift(&mut self, s: &Session, pods: &mut Pods, p: u32, from: u32, to: u32) {
-        for &g in &self.group_of[p as usize] {
-            let key = self.groups[g].term.key;
-            let of_node = &pods.domains(s, key).of_node;
-            let (a, b) = (of_node.get(from as usize).copied(), of_node.get(to as usize).copied());
-            let per = &mut self.groups[g].per_domain;
-            if let Some(d) = a.filter(|&d| d != NONE) {
-                per[d as usize] -= 1;
-            }
-            if let Some(d) = b.filter(|&d| d != NONE) {
-                per[d as usize] += 1;
-            }
-        }
+        self.groups.shift(s, pods, p, from, to);
     }
 
     fn prepare(&mut self, s: &Session, pods: &mut Pods, t: u32) {
@@ -200,19 +159,19 @@ impl InterPod {
         hit.dedup();
         let mut closed: Vec<Held> = Vec::new();
         for g in hit {
-            let group = &self.groups[g];
-            if !group.per_domain.iter().any(|&n| n > 0) || !pods.picks(s, &group.term.clause, t) {
+            let (clause, key, per_domain) = &self.groups.groups[g];
+            if !per_domain.iter().any(|&n| n > 0) || !pods.picks(s, clause, t) {
                 continue;
             }
-            let doms = pods.domains(s, group.term.key).clone();
+            let doms = pods.domains(s, *key).clone();
             let at = match closed.iter().position(|(d, _)| Arc::ptr_eq(d, &doms)) {
                 Some(at) => at,
                 None => {
-                    closed.push((doms, vec![false; group.per_domain.len()]));
+                    closed.push((doms, vec![false; per_domain.len()]));
                     closed.len() - 1
                 }
             };
-            for (d, &n) in group.per_domain.iter().enumerate() {
+            for (d, &n) in per_domain.iter().enumerate() {
                 closed[at].1[d] |= n > 0;
             }
         }

@@ -14,12 +14,11 @@
 //! NodeUnschedulable and the pod count are always on.
 
 mod interpod;
-mod pods;
 mod ports;
 mod spread;
 
-use pods::Pods;
-use tephra_sdk::nodes::{group_rows as group, tolerates, NodeLabels};
+use tephra_sdk::nodes::NodeRules;
+use tephra_sdk::pods::Pods;
 use tephra_sdk::resource::PODS;
 use tephra_sdk::{Args, Event, ExtensionPoint as P, Fits, Policy, Session, TaskStatus, Unfit};
 
@@ -45,23 +44,6 @@ pub struct Predicates {
     spread: spread::Spreads,
 }
 
-/// Per-session indexes of node-side rules: row numbers into the snapshot's
-/// columns, by owner, so a check touches only its task's and node's rows.
-#[derive(Default)]
-struct NodeRules {
-    labels: NodeLabels,
-    /// Per node: `node_taints` rows with effect NoSchedule or NoExecute.
-    hard_taints: Vec<Vec<usize>>,
-    /// Per task: `task_node_selector` rows.
-    selector: Vec<Vec<usize>>,
-    /// Per task: `task_tolerations` rows.
-    tolerations: Vec<Vec<usize>>,
-    /// Per task: the pod's own required `task_affinity` rows (group 0), sorted by term.
-    terms: Vec<Vec<usize>>,
-    /// Per task: its bound volumes' node-affinity rows (groups > 0), sorted by (group, term).
-    volumes: Vec<Vec<usize>>,
-}
-
 /// The rejections with fixed messages, built once: a rejection hands out a
 /// clone, which allocates nothing and is recognised by pointer.
 struct Fixed {
@@ -81,95 +63,6 @@ impl Default for Fixed {
             ports: Unfit::new(ports::CONFLICT),
             volumes: Unfit::unresolvable(VOLUME_CONFLICT),
         }
-    }
-}
-
-impl NodeRules {
-    fn index(&mut self, s: &Session) {
-        let sn = &s.snap;
-        self.labels = NodeLabels::new(s);
-        self.hard_taints = group(s.nodes(), sn.node_taints.iter().map(|t| t.node));
-        for rows in &mut self.hard_taints {
-            rows.retain(|&r| matches!(s.str(sn.node_taints[r].effect), "NoSchedule" | "NoExecute"));
-        }
-        self.selector = group(s.tasks(), sn.task_node_selector.iter().map(|l| l.owner));
-        self.tolerations = group(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
-        self.terms = group(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
-        self.volumes = self.terms.clone();
-        for rows in &mut self.terms {
-            rows.retain(|&r| sn.task_affinity[r].weight == 0 && sn.task_affinity[r].group == 0);
-            rows.sort_by_key(|&r| sn.task_affinity[r].term);
-        }
-        for rows in &mut self.volumes {
-            rows.retain(|&r| sn.task_affinity[r].group > 0);
-            rows.sort_by_key(|&r| (sn.task_affinity[r].group, sn.task_affinity[r].term));
-        }
-    }
-
-    fn label<'a>(&self, s: &'a Session, node: usize, key: &str) -> Option<&'a str> {
-        self.labels.get(s, node, key)
-    }
-
-    fn tolerated(&self, s: &Session, task: usize, key: &str, value: &str, effect: &str) -> bool {
-        let tolerations = &s.snap.task_tolerations;
-        self.tolerations[task].iter().any(|&r| tolerates(s, &tolerations[r], key, value, effect))
-    }
-
-    /// Whether the task has a selector or required terms.
-    fn constrained(&self, task: usize) -> bool {
-        !(self.selector[task].is_empty() && self.terms[task].is_empty())
-    }
-
-    /// nodeSelector and required terms: NodeAffinity's verdict.
-    fn affine(&self, s: &Session, task: usize, node: usize) -> bool {
-        self.selector_matches(s, task, node) && self.terms_match(s, task, node)
-    }
-
-    /// nodeSelector: every label present with an equal value.
-    fn selector_matches(&self, s: &Session, task: usize, node: usize) -> bool {
-        let selector = &s.snap.task_node_selector;
-        self.selector[task].iter().all(|&r| {
-            let l = &selector[r];
-            self.label(s, node, s.str(l.key)) == Some(s.str(l.value))
-        })
-    }
-
-    /// Required terms: some term matches; a term's expressions all do. No
-    /// terms, no constraint.
-    fn terms_match(&self, s: &Session, task: usize, node: usize) -> bool {
-        Self::groups_match(&self.labels, s, &self.terms[task], node)
-    }
-
-    /// The node affinity of every bound volume holds (VolumeBinding's check).
-    fn volumes_match(&self, s: &Session, task: usize, node: usize) -> bool {
-        Self::groups_match(&self.labels, s, &self.volumes[task], node)
-    }
-
-    /// Per group, some term of `rows` matches.
-    fn groups_match(labels: &NodeLabels, s: &Session, rows: &[usize], node: usize) -> bool {
-        let exprs = &s.snap.task_affinity;
-        rows.chunk_by(|&a, &b| exprs[a].group == exprs[b].group).all(|group| {
-            group
-                .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
-                .any(|term| term.iter().all(|&r| labels.matches(s, &exprs[r], node)))
-        })
-    }
-
-    #[cold]
-    fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
-        let taints = &s.snap.node_taints;
-        self.hard_taints[node].iter().map(|&r| &taints[r]).find_map(|t| {
-            let (key, value) = (s.str(t.key), s.str(t.value));
-            let ok = self.tolerated(s, task, key, value, s.str(t.effect));
-            (!ok).then(|| format!("node(s) had untolerated taint {{{key}: {value}}}"))
-        })
-    }
-
-    /// Whether topology spread counts node `n` for the task, by the
-    /// constraint's policies.
-    fn admits(&self, s: &Session, task: usize, n: usize, affinity: bool, taints: bool) -> bool {
-        (!affinity || self.affine(s, task, n))
-            && (!taints || self.hard_taints[n].is_empty() || self.untolerated_taint(s, task, n).is_none())
     }
 }
 

@@ -3,7 +3,7 @@
 //! the wildcard `0.0.0.0` or both are the same (kube-scheduler's
 //! `HostPortInfo`).
 
-use crate::pods::Pods;
+use tephra_sdk::pods::Pods;
 use tephra_sdk::{Session, NONE};
 
 pub const CONFLICT: &str = "node(s) didn't have free ports for the requested pod ports";

@@ -7,8 +7,8 @@
 //! `count(its domain) + (1 if the task matches) - min(count)` is at most
 //! `maxSkew`; the minimum is 0 while fewer domains than `minDomains` exist.
 
-use crate::pods::{Clause, Domains, Namespaces, Pods};
 use std::sync::Arc;
+use tephra_sdk::pods::{Clause, Domains, Namespaces, Pods};
 use tephra_sdk::{Session, Unfit, NONE};
 
 pub const SKEW: &str = "node(s) didn't match pod topology spread constraints";

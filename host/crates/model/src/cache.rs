@@ -54,7 +54,7 @@ pub struct Basis {
     /// PersistentVolumeClaims and PersistentVolumes (what pods' volumes resolve to).
     pub(crate) claims: (BTreeMap<String, Claim>, BTreeMap<String, Volume>),
     /// The label keys selectors read (what classes cover of labels).
-    pub(crate) selector_keys: Vec<String>,
+    pub(crate) selector_keys: crate::snapshot::LabelKeys,
     /// Whether status overrides applied (a scenario's session: never kept).
     pub(crate) overrides: bool,
     /// Per job, [`job_signature`].
@@ -276,7 +276,7 @@ struct Jobs<'a> {
     d: usize,
     sig: &'a [u64],
     reclass: &'a [bool],
-    keys: &'a [String],
+    keys: &'a crate::snapshot::LabelKeys,
 }
 
 /// The task columns settling writes, from task `from` on.

@@ -81,6 +81,8 @@ pub struct Node {
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
+    /// `status.images`: each image's names and size in bytes.
+    pub images: Vec<(Vec<String>, f64)>,
 }
 
 /// Queue lifecycle state (maintained by Volcano's queue controller).
@@ -274,6 +276,9 @@ pub struct Pod {
     pub pod_terms: Vec<PodTerm>,
     pub spread: Vec<Spread>,
     pub ports: Vec<HostPort>,
+    /// The image of every container, init containers first, normalized as
+    /// kube-scheduler does (`:latest` when neither tag nor digest).
+    pub images: Vec<String>,
     /// PersistentVolumeClaims the pod mounts, by name in its namespace
     /// (an ephemeral volume's claim is `<pod>-<volume>`).
     pub claims: Vec<String>,

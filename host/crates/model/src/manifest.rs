@@ -242,6 +242,12 @@ fn placement(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
     }
     pod.unevaluated = unevaluated(spec);
     rules::read(at, spec, pod)?;
+    pod.images.clear();
+    for list in ["initContainers", "containers"] {
+        for c in seq(at, spec, list)? {
+            pod.images.push(normalized_image(&string(at, c, "image")?.unwrap_or_default()));
+        }
+    }
     for (i, vol) in seq(at, spec, "volumes")?.iter().enumerate() {
         if let Some(claim) = string(at, vol, "persistentVolumeClaim.claimName")? {
             pod.claims.push(claim);
@@ -251,6 +257,16 @@ fn placement(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// kube-scheduler's image name for locality: `:latest` added when the name
+/// has no tag (nor digest) after its last `/`.
+fn normalized_image(name: &str) -> String {
+    if name.rfind(':') <= name.rfind('/') {
+        format!("{name}:latest")
+    } else {
+        name.to_string()
+    }
 }
 
 /// Reads the placement rules of `spec` (a PodSpec) into `pod`, whose labels
@@ -351,12 +367,19 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 let f = |k: &str| string(at, t, k).map(Option::unwrap_or_default);
                 taints.push(Taint { key: f("key")?, value: f("value")?, effect: f("effect")? });
             }
+            let mut images = Vec::new();
+            for (i, im) in seq(at, v, "status.images")?.iter().enumerate() {
+                let names = seq(at, im, "names")?.iter().filter_map(crate::config::scalar_string).collect();
+                let size = int(at, im, "sizeBytes")?.ok_or_else(|| at.err(&format!("status.images[{i}].sizeBytes"), "missing"))?;
+                images.push((names, size as f64));
+            }
             Object::Node(Node {
                 name,
                 allocatable,
                 labels,
                 taints,
                 unschedulable: boolean(at, v, "spec.unschedulable")?.unwrap_or(false),
+                images,
             })
         }
         "Queue" => {

@@ -9,10 +9,10 @@ use crate::resource::{self, BASE_DIMS, PODS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
-use tephra_contract::{JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
+use tephra_contract::{Image, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
 
 mod rules;
-pub use rules::{classless, rising, selector_keys, selects, volatile};
+pub use rules::{classless, rising, selects, volatile, LabelKeys};
 
 /// A map keyed by names, hashed fast: the snapshot build looks names up
 /// hundreds of thousands of times per cycle.
@@ -141,17 +141,17 @@ pub fn job_signature(g: &crate::cluster::PodGroup, queue: u32) -> u64 {
 
 /// The class hash of a pending pod of a job with signature `job` (see
 /// [`Extra::task_class`]); `keys`: the label keys selectors read
-/// ([`selector_keys`]).
-pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &[String]) -> u64 {
+/// ([`LabelKeys`]).
+pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &LabelKeys) -> u64 {
     use std::hash::{Hash, Hasher};
-    if classless(p) {
+    if classless(p) || keys.scored(p) {
         return CLASSLESS;
     }
     let mut h = class_hasher();
-    for k in keys {
+    for k in &keys.selectors {
         p.labels.get(k).hash(&mut h);
     }
-    (&p.preferred, &p.pod_terms, &p.ports, &p.spread, &p.claims).hash(&mut h);
+    (&p.preferred, &p.pod_terms, &p.ports, &p.spread, &p.claims, &p.images).hash(&mut h);
     job.hash(&mut h);
     req.iter().for_each(|v| v.to_bits().hash(&mut h));
     (&p.task_spec, &p.namespace, &p.priority_class, p.priority, p.preemptable).hash(&mut h);
@@ -270,6 +270,11 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         snap.node_allocatable.extend(&row);
         snap.node_unschedulable.push(n.unschedulable);
         snap.node_name.push(strings.id(&n.name));
+        for (names, size) in &n.images {
+            for name in names {
+                snap.node_images.push(Image { owner: i as u32, name: strings.id(name), size: *size });
+            }
+        }
         for (k, v) in &n.labels {
             snap.node_labels.push(Label { owner: i as u32, key: strings.id(k), value: strings.id(v) });
         }
@@ -361,7 +366,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     }
 
     // Tasks, and node usage from every pod on a node (other schedulers' too).
-    let keys = selector_keys(cluster.pods.iter());
+    let keys = LabelKeys::of(cluster.pods.iter());
     let mut residents = rules::Residents::default();
     let mut req = Vec::with_capacity(d);
     for (pi, p) in cluster.pods.iter().enumerate() {
@@ -550,6 +555,8 @@ pub fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         pod_terms: vec![],
         pod_ports: vec![],
         task_spread: vec![],
+        node_images: vec![],
+        task_images: vec![],
     }
 }
 

@@ -142,6 +142,9 @@ pub(super) fn task(
             });
         }
     }
+    for image in &p.images {
+        snap.task_images.push(c::Image { owner: t, name: s.id(image), size: 0.0 });
+    }
     for sp in &p.spread {
         snap.task_spread.push(c::Spread {
             task: t,
@@ -203,12 +206,12 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
 
 /// Whether answers about a pod can rise through placements elsewhere as
 /// an unresolvable rejection (pod affinity) or its scores move with them
-/// (preferred terms): such a task gets no class (see `actions::classes`).
+/// (preferred terms, soft spread): such a task gets no class (see `actions::classes`).
 /// Required anti-affinity and host ports only ever turn a node down, which
 /// a class checks anyway; topology spread's rejections that may lift are
 /// resolvable ones, which its class keeps asking about ([`rising`]).
 pub fn classless(p: &Pod) -> bool {
-    p.pod_terms.iter().any(|t| !t.anti || t.weight > 0)
+    p.pod_terms.iter().any(|t| !t.anti || t.weight > 0) || p.spread.iter().any(|s| !s.hard)
 }
 
 /// Whether a pod's nodes turned down with a resolvable reason may fit later
@@ -224,15 +227,41 @@ pub fn volatile(p: &Pod) -> bool {
     rising(p) || p.pod_terms.iter().any(|t| t.anti && t.weight == 0)
 }
 
-/// The label keys any pod's selector reads: a task's class covers its
-/// values of these keys (another pod's anti-affinity may turn on them).
-pub fn selector_keys<'a>(pods: impl Iterator<Item = &'a Pod>) -> Vec<String> {
-    let mut keys: Vec<String> = Vec::new();
-    for p in pods {
-        let sels = p.pod_terms.iter().map(|t| &t.selector).chain(p.spread.iter().map(|s| &s.selector));
-        keys.extend(sels.flatten().flatten().map(|r| r.key.clone()));
+/// Label keys that pods' rules read, for task classes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LabelKeys {
+    /// Keys any pod's selector reads: a task's class covers its values of
+    /// these (another pod's anti-affinity may turn on them). Sorted.
+    pub selectors: Vec<String>,
+    /// Keys the selectors of terms that score read (any pod's preferred pod
+    /// terms, required pod affinity): a task carrying one may be scored by
+    /// another pod's term, which moves with placements, so it gets no class.
+    pub scoring: Vec<String>,
+}
+
+impl LabelKeys {
+    pub fn of<'a>(pods: impl Iterator<Item = &'a Pod>) -> LabelKeys {
+        let mut keys = LabelKeys::default();
+        for p in pods {
+            for t in &p.pod_terms {
+                let reqs = t.selector.iter().flatten().map(|r| r.key.clone());
+                if t.weight > 0 || !t.anti {
+                    keys.scoring.extend(reqs.clone());
+                }
+                keys.selectors.extend(reqs);
+            }
+            let spread = p.spread.iter().flat_map(|s| s.selector.iter().flatten());
+            keys.selectors.extend(spread.map(|r| r.key.clone()));
+        }
+        for v in [&mut keys.selectors, &mut keys.scoring] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        keys
     }
-    keys.sort_unstable();
-    keys.dedup();
-    keys
+
+    /// Whether `p`'s labels may be picked by a term that scores.
+    pub fn scored(&self, p: &Pod) -> bool {
+        !self.scoring.is_empty() && p.labels.keys().any(|k| self.scoring.binary_search(k).is_ok())
+    }
 }

@@ -7,10 +7,11 @@
 //! victim) no longer counts, so a preemptor is judged as it would be
 //! once its victims are gone.
 
+use crate::session::{Session, NONE};
+use crate::types::TaskStatus;
+use crate::types::{PodTerm, Requirement, Snapshot};
 use std::collections::HashMap;
 use std::sync::Arc;
-use tephra_sdk::types::{Requirement, Snapshot};
-use tephra_sdk::{Session, TaskStatus, NONE};
 
 /// A label requirement with its operator read once.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -53,6 +54,19 @@ impl Clause {
             })
             .collect();
         Clause { reqs, nothing, namespaces }
+    }
+
+    /// The selector of a pod (anti-)affinity term, in the namespaces the
+    /// host resolved for it.
+    pub fn of_term(s: &Session, t: &PodTerm) -> Clause {
+        let ns = if t.all_namespaces {
+            Namespaces::All
+        } else {
+            let mut ns = t.namespaces.clone();
+            ns.sort_unstable();
+            Namespaces::Some(ns)
+        };
+        Clause::new(s, &t.selector, t.matches_nothing, ns)
     }
 
     /// A label (key, value) every pod the clause picks carries, for lookups.
@@ -141,8 +155,9 @@ impl Pods {
         self.epoch += 1;
     }
 
+    /// Tasks and residents (0 before [`Pods::index`]).
     pub fn count(&self) -> usize {
-        self.start.len() - 1
+        self.start.len().saturating_sub(1)
     }
 
     /// The node `pod` counts on (`NONE`: none).
@@ -310,6 +325,62 @@ impl Pods {
                 if dom != NONE {
                     per[dom as usize] = delta(per[dom as usize], 1);
                 }
+            }
+        }
+    }
+}
+
+/// Pods' terms, identical ones grouped, with per domain of each group's
+/// topology key how many pods holding the term count there (kept current
+/// with [`TermGroups::shift`] as pods move).
+pub struct TermGroups<T> {
+    /// Per group: its term, its key, and per domain the pods holding it.
+    pub groups: Vec<(T, u32, Vec<i64>)>,
+    /// Per pod, the groups of its terms.
+    group_of: Vec<Vec<usize>>,
+    index: HashMap<(u32, T), usize>,
+}
+
+impl<T: Clone + Eq + std::hash::Hash> TermGroups<T> {
+    /// Groups for `pods` pods, none yet.
+    pub fn new(pods: usize) -> Self {
+        TermGroups { groups: Vec::new(), group_of: vec![Vec::new(); pods], index: HashMap::new() }
+    }
+
+    /// Pod `p` holds `term` on topology key `key`; returns its group.
+    pub fn add(&mut self, p: u32, key: u32, term: T) -> usize {
+        let groups = &mut self.groups;
+        let g = *self.index.entry((key, term.clone())).or_insert_with(|| {
+            groups.push((term, key, Vec::new()));
+            groups.len() - 1
+        });
+        self.group_of[p as usize].push(g);
+        g
+    }
+
+    /// Counts where the pods holding terms are at the start of a session.
+    pub fn open(&mut self, s: &Session, pods: &mut Pods) {
+        for (_, key, per) in &mut self.groups {
+            *per = vec![0; pods.domains(s, *key).count];
+        }
+        for p in 0..self.group_of.len() as u32 {
+            let n = pods.node(s, p);
+            if n != NONE && !self.group_of[p as usize].is_empty() {
+                self.shift(s, pods, p, NONE, n);
+            }
+        }
+    }
+
+    /// Pod `p` moved from node `from` to `to`.
+    pub fn shift(&mut self, s: &Session, pods: &mut Pods, p: u32, from: u32, to: u32) {
+        for &g in &self.group_of[p as usize] {
+            let (_, key, per) = &mut self.groups[g];
+            let of_node = &pods.domains(s, *key).of_node;
+            if let Some(&d) = of_node.get(from as usize).filter(|&&d| d != NONE) {
+                per[d as usize] -= 1;
+            }
+            if let Some(&d) = of_node.get(to as usize).filter(|&&d| d != NONE) {
+                per[d as usize] += 1;
             }
         }
     }
