@@ -330,12 +330,17 @@ impl Pods {
     }
 }
 
+/// Where the pods of a group count: (domain, how many), only domains with some.
+pub type Held = Vec<(u32, i64)>;
+
 /// Pods' terms, identical ones grouped, with per domain of each group's
 /// topology key how many pods holding the term count there (kept current
 /// with [`TermGroups::shift`] as pods move).
 pub struct TermGroups<T> {
-    /// Per group: its term, its key, and per domain the pods holding it.
-    pub groups: Vec<(T, u32, Vec<i64>)>,
+    /// Per group: its term, its key, and the domains where pods holding it
+    /// count, with how many (sparse: a group's pods sit in a few domains of
+    /// thousands).
+    pub groups: Vec<(T, u32, Held)>,
     /// Per pod, the groups of its terms.
     group_of: Vec<Vec<usize>>,
     index: HashMap<(u32, T), usize>,
@@ -360,8 +365,8 @@ impl<T: Clone + Eq + std::hash::Hash> TermGroups<T> {
 
     /// Counts where the pods holding terms are at the start of a session.
     pub fn open(&mut self, s: &Session, pods: &mut Pods) {
-        for (_, key, per) in &mut self.groups {
-            *per = vec![0; pods.domains(s, *key).count];
+        for (_, _, per) in &mut self.groups {
+            per.clear();
         }
         for p in 0..self.group_of.len() as u32 {
             let n = pods.node(s, p);
@@ -376,11 +381,17 @@ impl<T: Clone + Eq + std::hash::Hash> TermGroups<T> {
         for &g in &self.group_of[p as usize] {
             let (_, key, per) = &mut self.groups[g];
             let of_node = &pods.domains(s, *key).of_node;
-            if let Some(&d) = of_node.get(from as usize).filter(|&&d| d != NONE) {
-                per[d as usize] -= 1;
-            }
-            if let Some(&d) = of_node.get(to as usize).filter(|&&d| d != NONE) {
-                per[d as usize] += 1;
+            for (node, delta) in [(from, -1), (to, 1)] {
+                let Some(&d) = of_node.get(node as usize).filter(|&&d| d != NONE) else { continue };
+                match per.iter().position(|&(x, _)| x == d) {
+                    Some(i) => {
+                        per[i].1 += delta;
+                        if per[i].1 == 0 {
+                            per.swap_remove(i);
+                        }
+                    }
+                    None => per.push((d, delta)),
+                }
             }
         }
     }

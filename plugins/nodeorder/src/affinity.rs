@@ -84,7 +84,7 @@ impl Preferred {
     fn all(&self, s: &Session, pods: &mut Pods, t: u32) -> Vec<i64> {
         // Per topology key: per domain, the summed weights.
         let mut topology: Vec<(u32, Vec<i64>)> = Vec::new();
-        let mut add = |pods: &mut Pods, key: u32, weight: i64, counts: &[i64]| {
+        let mut add = |pods: &mut Pods, key: u32, weight: i64, counts: &[(u32, i64)]| {
             let at = match topology.iter().position(|(k, _)| *k == key) {
                 Some(at) => at,
                 None => {
@@ -92,16 +92,17 @@ impl Preferred {
                     topology.len() - 1
                 }
             };
-            for (d, &c) in counts.iter().enumerate() {
-                topology[at].1[d] += weight * c;
+            for &(d, c) in counts {
+                topology[at].1[d as usize] += weight * c;
             }
         };
         for (key, x) in &self.of_task[t as usize] {
             let c = pods.counter(s, &vec![x.clause.clone()]);
-            let counts: Vec<i64> = pods.per_domain(s, c, *key).iter().map(|&n| n as i64).collect();
+            let per = pods.per_domain(s, c, *key).iter().enumerate();
+            let counts: Vec<(u32, i64)> = per.filter(|(_, &n)| n > 0).map(|(d, &n)| (d as u32, n as i64)).collect();
             add(pods, *key, x.weight, &counts);
         }
-        for (term, key, per) in self.groups.groups.iter().filter(|g| g.2.iter().any(|&n| n != 0)) {
+        for (term, key, per) in self.groups.groups.iter().filter(|g| !g.2.is_empty()) {
             if pods.picks(s, &term.clause, t) {
                 add(pods, *key, term.weight, per);
             }

@@ -35,6 +35,11 @@ impl Images {
         self.of_task = rows.into_iter().map(|r| r.into_iter().map(|i| sn.task_images[i].name).collect()).collect();
     }
 
+    /// Whether task `t` names images some node has.
+    pub fn wanted(&self, t: u32) -> bool {
+        !self.nodes_with.is_empty() && !self.of_task[t as usize].is_empty()
+    }
+
     /// The score of task `t` on node `n`, 0–100.
     pub fn score(&self, s: &Session, t: u32, n: u32) -> i64 {
         let wanted = &self.of_task[t as usize];

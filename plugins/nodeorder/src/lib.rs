@@ -53,6 +53,8 @@ pub struct NodeOrder {
     tolerations: Vec<Vec<usize>>,
     /// Per node, its `PreferNoSchedule` taints' rows (most nodes: none).
     soft_taints: Vec<Vec<usize>>,
+    /// The nodes with a `PreferNoSchedule` taint.
+    softly_tainted: Vec<usize>,
     /// Per task, the most untolerated soft taints on any node (`NONE`: not
     /// worked out yet this session).
     most_untolerated: Vec<u32>,
@@ -151,6 +153,7 @@ impl Policy for NodeOrder {
         for rows in &mut self.soft_taints {
             rows.retain(|&r| s.str(sn.node_taints[r].effect) == "PreferNoSchedule");
         }
+        self.softly_tainted = (0..s.nodes()).filter(|&n| !self.soft_taints[n].is_empty()).collect();
         self.most_untolerated = vec![NONE; s.tasks()];
         let whole = |n: u32, d: usize| round(s.node_allocatable(n)[d]) as i64;
         self.allocatable = (0..s.nodes() as u32).map(|n| (whole(n, CPU), whole(n, MEMORY))).collect();
@@ -170,8 +173,18 @@ impl Policy for NodeOrder {
         let t = task;
         let most = self.most_untolerated(s, t);
         let task = self.task(s, t);
+        // Most tasks have no preference and no node a soft taint: those
+        // scores are one number for every node, worked out once.
+        let (fixed, per_node) = self.placement_fixed(t, most);
+        let pods = self.pod_scored(t);
         for (score, &n) in scores.iter_mut().zip(nodes) {
-            *score = self.score(s, &task, n) + self.placement(s, t, n, most) + self.pod_scores(s, t, n);
+            *score = self.score(s, &task, n) + fixed;
+            if per_node {
+                *score += self.placement(s, t, n, most);
+            }
+            if pods {
+                *score += self.pod_scores(s, t, n);
+            }
         }
     }
 
@@ -217,15 +230,28 @@ impl NodeOrder {
     /// The most untolerated soft taints on any node for task `t`, worked out
     /// once per task and session.
     fn most_untolerated(&mut self, s: &Session, t: u32) -> u32 {
-        if self.taints == 0.0 {
+        if self.taints == 0.0 || self.softly_tainted.is_empty() {
             return 0;
         }
         if self.most_untolerated[t as usize] == NONE {
-            let most = (0..s.nodes()).filter(|&n| !self.soft_taints[n].is_empty());
-            let most = most.map(|n| self.untolerated(s, t, n)).max().unwrap_or(0);
+            let most = self.softly_tainted.iter().map(|&n| self.untolerated(s, t, n)).max().unwrap_or(0);
             self.most_untolerated[t as usize] = most;
         }
         self.most_untolerated[t as usize]
+    }
+
+    /// Whether [`Self::placement`] varies by node for task `t` (else the
+    /// number it is for every node).
+    fn placement_fixed(&self, t: u32, most: u32) -> (f64, bool) {
+        let varies = (self.affinity != 0.0 && !self.preferred[t as usize].is_empty()) || most > 0;
+        (if varies { 0.0 } else { self.taints * MAX_SCORE as f64 }, varies)
+    }
+
+    /// Whether any of [`Self::pod_scores`] may be non-zero for task `t`.
+    fn pod_scored(&self, t: u32) -> bool {
+        (self.pod_affinity != 0.0 && self.pod_terms.any())
+            || (self.spread_weight != 0.0 && self.spread.applies(t))
+            || (self.image_weight != 0.0 && self.images.wanted(t))
     }
 
     /// InterPodAffinity's, PodTopologySpread's and ImageLocality's scores, weighted.

@@ -160,19 +160,20 @@ impl InterPod {
         let mut closed: Vec<Held> = Vec::new();
         for g in hit {
             let (clause, key, per_domain) = &self.groups.groups[g];
-            if !per_domain.iter().any(|&n| n > 0) || !pods.picks(s, clause, t) {
+            if per_domain.is_empty() || !pods.picks(s, clause, t) {
                 continue;
             }
             let doms = pods.domains(s, *key).clone();
             let at = match closed.iter().position(|(d, _)| Arc::ptr_eq(d, &doms)) {
                 Some(at) => at,
                 None => {
-                    closed.push((doms, vec![false; per_domain.len()]));
+                    let count = doms.count;
+                    closed.push((doms, vec![false; count]));
                     closed.len() - 1
                 }
             };
-            for (d, &n) in per_domain.iter().enumerate() {
-                closed[at].1[d] |= n > 0;
+            for &(d, n) in per_domain {
+                closed[at].1[d as usize] |= n > 0;
             }
         }
         self.prepared = Some(Prepared { task: t, epoch: pods.epoch, affinity, anti, closed });
