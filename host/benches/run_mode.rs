@@ -288,7 +288,9 @@ fn read_as_simulate(sim: &Cluster) -> Cluster {
                 Event::InitApply(o) => read(&o, Some("Queue")),
                 _ => return,
             },
-            Change::Class(_) | Change::Namespace(_) | Change::Claim(_) | Change::Volume(_) => return,
+            Change::Class(_) | Change::Namespace(_) | Change::Claim(_) | Change::Volume(_) | Change::CsiNode(_) => {
+                return
+            }
         };
         match object {
             Object::Node(n) => c.nodes.push(n),

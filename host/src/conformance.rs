@@ -221,6 +221,24 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
     for (ns, labels) in s.get("namespaces").and_then(Value::as_mapping).into_iter().flatten() {
         c.namespaces.insert(scalar_string(ns).unwrap_or_default(), smap(Some(labels)));
     }
+    // Kubernetes objects given whole: claims, volumes, CSINodes, namespaces.
+    for (i, o) in s.get("objects").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
+        match crate::manifest::from_value(o, &format!("{at}: objects[{i}]"))? {
+            crate::manifest::Object::Claim(key, claim) => {
+                c.claims.insert(key, claim);
+            }
+            crate::manifest::Object::Volume(name, v) => {
+                c.volumes.insert(name, v);
+            }
+            crate::manifest::Object::AttachLimits(node, limits) => {
+                c.attach_limits.insert(node, limits);
+            }
+            crate::manifest::Object::Namespace(name, labels) => {
+                c.namespaces.insert(name, labels);
+            }
+            _ => bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode and Namespace"),
+        }
+    }
     let mut overrides = StatusOverrides::new();
     let mut jobs = Vec::new();
     for (i, p) in s.get("pods").and_then(Value::as_sequence).into_iter().flatten().enumerate() {

@@ -75,6 +75,8 @@ impl SnapshotBuilder {
                 task_spread: vec![],
                 node_images: vec![],
                 task_images: vec![],
+                pod_attachments: vec![],
+                node_attach_limits: vec![],
             },
         }
     }

@@ -248,7 +248,8 @@ def snapshot(**cols):
         task_created_ms=[], task_started_ms=[], task_estimated_ms=[],
         task_node_selector=[], task_tolerations=[], task_affinity=[],
         node_name=[], resident_node=[], resident_namespace=[], pod_labels=[], pod_terms=[],
-        pod_ports=[], task_spread=[], node_images=[], task_images=[],
+        pod_ports=[], task_spread=[], node_images=[], task_images=[], pod_attachments=[],
+        node_attach_limits=[],
     )
     for k, v in cols.items():
         expect(hasattr(s, k), f"unknown snapshot column {k}")

@@ -56,6 +56,8 @@ record!(h::Spread => g::Spread {
 });
 record!(h::HostPort => g::HostPort { pod, port, protocol, ip });
 record!(h::Image => g::Image { owner, name, size });
+record!(h::Attachment => g::Attachment { pod, driver, handle });
+record!(h::AttachLimit => g::AttachLimit { node, driver, count });
 record!(h::Quantity => g::Quantity { owner, dim, value });
 record!(h::RoleMin => g::RoleMin { job, role, count });
 record!(h::Event => g::Event { kind, task, node, status });
@@ -72,7 +74,8 @@ record!(h::Snapshot => g::Snapshot {
     job_annotations, reservation_targets, task_job, task_status, task_node, task_resreq, task_priority,
     task_preemptable, task_role, task_namespace, task_priority_class, task_created_ms, task_started_ms,
     task_estimated_ms, task_node_selector, task_tolerations, task_affinity, node_name, resident_node,
-    resident_namespace, pod_labels, pod_terms, pod_ports, task_spread, node_images, task_images
+    resident_namespace, pod_labels, pod_terms, pod_ports, task_spread, node_images, task_images, pod_attachments,
+    node_attach_limits
 });
 
 fn vote(v: g::Vote) -> h::Vote {

@@ -1,7 +1,8 @@
 //! Predicates: the node filters of Volcano's `predicates` plugin (reference
 //! §8.8), with kube-scheduler's semantics and messages: NodeUnschedulable,
 //! NodeAffinity (nodeSelector, required terms with `matchExpressions` and
-//! `matchFields`), TaintToleration, bound volumes' node affinity, NodePorts,
+//! `matchFields`), TaintToleration, bound volumes' node affinity, CSI
+//! attach limits (NodeVolumeLimits), NodePorts,
 //! Volcano's pod-count check, PodTopologySpread (`DoNotSchedule`) and
 //! InterPodAffinity (required terms both ways).
 //!
@@ -10,9 +11,11 @@
 //!
 //! Arguments (Volcano's, default true): `predicate.NodeAffinityEnable`,
 //! `predicate.TaintTolerationEnable`, `predicate.NodePortsEnable`,
+//! `predicate.NodeVolumeLimitsEnable`,
 //! `predicate.PodAffinityEnable`, `predicate.PodTopologySpreadEnable`.
 //! NodeUnschedulable and the pod count are always on.
 
+mod attach;
 mod interpod;
 mod ports;
 mod spread;
@@ -34,12 +37,14 @@ pub struct Predicates {
     affinity: bool,
     taints: bool,
     ports_on: bool,
+    limits_on: bool,
     pod_affinity: bool,
     spread_on: bool,
     fixed: Fixed,
     rules: NodeRules,
     pods: Pods,
     ports: ports::Ports,
+    attach: attach::Attach,
     interpod: interpod::InterPod,
     spread: spread::Spreads,
 }
@@ -52,6 +57,7 @@ struct Fixed {
     pods: Unfit,
     ports: Unfit,
     volumes: Unfit,
+    attach: Unfit,
 }
 
 impl Default for Fixed {
@@ -62,6 +68,7 @@ impl Default for Fixed {
             pods: Unfit::new(PODS_EXCEEDED),
             ports: Unfit::new(ports::CONFLICT),
             volumes: Unfit::unresolvable(VOLUME_CONFLICT),
+            attach: Unfit::new(attach::EXCEEDED),
         }
     }
 }
@@ -71,6 +78,7 @@ impl Predicates {
         self.affinity = args.bool("predicate.NodeAffinityEnable", true)?;
         self.taints = args.bool("predicate.TaintTolerationEnable", true)?;
         self.ports_on = args.bool("predicate.NodePortsEnable", true)?;
+        self.limits_on = args.bool("predicate.NodeVolumeLimitsEnable", true)?;
         self.pod_affinity = args.bool("predicate.PodAffinityEnable", true)?;
         self.spread_on = args.bool("predicate.PodTopologySpreadEnable", true)?;
         Ok(())
@@ -82,6 +90,7 @@ impl Predicates {
         self.pods.index(&s.snap);
         let pods = self.pods.count();
         self.ports.index(s, pods);
+        self.attach.index(s, pods);
         self.interpod.index(s, pods);
         self.spread.index(s);
     }
@@ -90,6 +99,7 @@ impl Predicates {
     fn start(&mut self, s: &Session) {
         self.pods.open(s);
         self.ports.open(s, &self.pods);
+        self.attach.open(s, &self.pods);
         self.interpod.open(s, &mut self.pods);
         self.spread.open();
     }
@@ -115,6 +125,9 @@ impl Predicates {
         }
         if self.ports_on && self.ports.any(t as u32) && !self.ports.free(t as u32, n as u32) {
             return Err(self.fixed.ports.clone());
+        }
+        if self.limits_on && self.attach.any(t as u32) && !self.attach.fits(t as u32, n as u32) {
+            return Err(self.fixed.attach.clone());
         }
         // Volcano counts every task on the node, pipelined ones included.
         let at = n * s.dims() + PODS;
@@ -157,6 +170,7 @@ impl Policy for Predicates {
     fn on_event(&mut self, s: &Session, e: &Event, _: TaskStatus) {
         if let Some((from, to)) = self.pods.settle(s, e.task) {
             self.ports.moved(e.task, from, to);
+            self.attach.moved(e.task, from, to);
             self.interpod.shift(s, &mut self.pods, e.task, from, to);
         }
     }

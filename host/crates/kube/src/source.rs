@@ -18,6 +18,7 @@ use crate::controller::{self, Write, GROUP_ANNOTATION};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
@@ -70,10 +71,12 @@ pub enum Change {
     /// Claims and volumes: where pods' volumes let them run.
     Claim(Box<Event<PersistentVolumeClaim>>),
     Volume(Box<Event<PersistentVolume>>),
+    /// Nodes' CSI attach limits.
+    CsiNode(Box<Event<CSINode>>),
 }
 
 /// The watches, in the order [`Change::stream`] numbers them.
-const STREAMS: [&str; 9] = [
+const STREAMS: [&str; 10] = [
     "nodes",
     "pods",
     "bound pods of other schedulers",
@@ -83,6 +86,7 @@ const STREAMS: [&str; 9] = [
     "namespaces",
     "persistentvolumeclaims",
     "persistentvolumes",
+    "csinodes",
 ];
 
 /// Where an event stands in a watch's (re)list.
@@ -132,6 +136,7 @@ impl Change {
             Change::Namespace(_) => 6,
             Change::Claim(_) => 7,
             Change::Volume(_) => 8,
+            Change::CsiNode(_) => 9,
         }
     }
 
@@ -144,6 +149,7 @@ impl Change {
             Change::Namespace(e) => step(&**e),
             Change::Claim(e) => step(&**e),
             Change::Volume(e) => step(&**e),
+            Change::CsiNode(e) => step(&**e),
         }
     }
 }
@@ -204,7 +210,8 @@ impl Watches {
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Class, STREAMS[5]),
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Namespace, STREAMS[6]),
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Claim, STREAMS[7]),
-            forward(Api::all(client.clone()), Default::default(), tx, Change::Volume, STREAMS[8]),
+            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Volume, STREAMS[8]),
+            forward(Api::all(client.clone()), Default::default(), tx, Change::CsiNode, STREAMS[9]),
         ];
         Watches { rx, tasks }
     }
@@ -302,12 +309,14 @@ pub struct Store {
     /// PersistentVolumeClaim `namespace/name` and PersistentVolume name → resourceVersion.
     claims: HashMap<String, String>,
     volumes: HashMap<String, String>,
+    /// CSINode name → resourceVersion.
+    csinodes: HashMap<String, String>,
     index: Index,
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
     /// Keys listed so far by a relist under way, per stream.
-    relist: [Option<HashSet<String>>; 9],
-    synced: [bool; 9],
+    relist: [Option<HashSet<String>>; 10],
+    synced: [bool; 10],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -414,6 +423,7 @@ impl Store {
                         Change::Namespace(e) => listed_key(&**e),
                         Change::Claim(e) => listed_key(&**e),
                         Change::Volume(e) => listed_key(&**e),
+                        Change::CsiNode(e) => listed_key(&**e),
                     };
                     listed.extend(key);
                 }
@@ -441,7 +451,8 @@ impl Store {
             5 => self.classes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             6 => self.namespaces.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             7 => self.claims.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            _ => self.volumes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            8 => self.volumes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            _ => self.csinodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
         };
         for key in gone {
             match stream {
@@ -452,7 +463,8 @@ impl Store {
                 5 => self.class_deleted(c, &key),
                 6 => self.namespace_deleted(c, &key),
                 7 => self.claim_deleted(c, &key),
-                _ => self.volume_deleted(c, &key),
+                8 => self.volume_deleted(c, &key),
+                _ => self.csinode_deleted(c, &key),
             }
         }
     }
@@ -467,6 +479,7 @@ impl Store {
             Change::Namespace(e) => deleted_uid(&**e),
             Change::Claim(e) => deleted_uid(&**e),
             Change::Volume(e) => deleted_uid(&**e),
+            Change::CsiNode(e) => deleted_uid(&**e),
         };
         if let Some(uid) = gone_uid {
             self.bad.remove(&uid);
@@ -510,6 +523,11 @@ impl Store {
             Change::Volume(e) => match *e {
                 Event::Apply(o) | Event::InitApply(o) => self.volume_applied(c, &o),
                 Event::Delete(o) => self.volume_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::CsiNode(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.csinode_applied(c, &o),
+                Event::Delete(o) => self.csinode_deleted(c, &key_of(&o)),
                 _ => {}
             },
         }
@@ -628,6 +646,23 @@ impl Store {
 
     fn volume_deleted(&mut self, c: &mut Cluster, key: &str) {
         forget(&mut self.volumes, &mut c.volumes, key);
+    }
+
+    fn csinode_applied(&mut self, c: &mut Cluster, o: &CSINode) {
+        let read = self.keyed(
+            o,
+            |s| &s.csinodes,
+            "CSINode",
+            |obj| match obj {
+                Object::AttachLimits(name, limits) => Some((name, limits)),
+                _ => None,
+            },
+        );
+        keep(&mut self.csinodes, &mut c.attach_limits, read);
+    }
+
+    fn csinode_deleted(&mut self, c: &mut Cluster, key: &str) {
+        forget(&mut self.csinodes, &mut c.attach_limits, key);
     }
 
     /// A keyed object as (key, version, what it reads as): `None` when this

@@ -51,8 +51,8 @@ pub struct Basis {
     pub(crate) marks: Marks,
     pub(crate) classes: BTreeMap<String, PriorityClass>,
     pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    /// PersistentVolumeClaims and PersistentVolumes (what pods' volumes resolve to).
-    pub(crate) claims: (BTreeMap<String, Claim>, BTreeMap<String, Volume>),
+    /// What pods' volumes resolve to.
+    pub(crate) storage: Storage,
     /// The label keys selectors read (what classes cover of labels).
     pub(crate) selector_keys: crate::snapshot::LabelKeys,
     /// Whether status overrides applied (a scenario's session: never kept).
@@ -72,6 +72,25 @@ pub struct Basis {
     pub touched: Vec<u32>,
     /// The session's id (set when it is assembled).
     pub session: u64,
+}
+
+/// A cluster's claims, volumes and attach limits, as a session saw them.
+#[derive(Clone, Debug, Default)]
+pub struct Storage {
+    claims: BTreeMap<String, Claim>,
+    volumes: BTreeMap<String, Volume>,
+    attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
+}
+
+impl Storage {
+    pub fn of(c: &Cluster) -> Storage {
+        Storage { claims: c.claims.clone(), volumes: c.volumes.clone(), attach_limits: c.attach_limits.clone() }
+    }
+
+    /// Whether `c` still has these.
+    fn is(&self, c: &Cluster) -> bool {
+        self.claims == c.claims && self.volumes == c.volumes && self.attach_limits == c.attach_limits
+    }
 }
 
 impl Basis {
@@ -120,8 +139,7 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
     if !overrides.is_empty()
         || b.classes != c.priority_classes
         || b.namespaces != c.namespaces
-        || b.claims.0 != c.claims
-        || b.claims.1 != c.volumes
+        || !b.storage.is(c)
         || !unchanged(c.nodes.changes_since(nodes?))
         || !unchanged(c.queues.changes_since(queues?))
     {

@@ -339,6 +339,8 @@ pub struct Cluster {
     pub claims: BTreeMap<String, Claim>,
     /// PersistentVolumes by name: their required node affinity.
     pub volumes: BTreeMap<String, Volume>,
+    /// Per node (its CSINode), how many volumes each CSI driver can attach.
+    pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 /// A PersistentVolumeClaim: the volume it is bound to, if any.
@@ -347,10 +349,12 @@ pub struct Claim {
     pub volume: Option<String>,
 }
 
-/// A PersistentVolume: its required node affinity, terms ORed (none: any node).
+/// A PersistentVolume: its required node affinity, terms ORed (none: any
+/// node), and for a CSI volume its driver and handle.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Volume {
     pub affinity: Vec<Vec<MatchExpr>>,
+    pub csi: Option<(String, String)>,
 }
 
 /// The part of a pod that changes as it is scheduled and runs.

@@ -37,6 +37,8 @@ pub enum Object {
     Claim(String, Claim),
     /// A PersistentVolume's name and node affinity.
     Volume(String, Volume),
+    /// A CSINode's name (its node's) and per driver its attach limit.
+    AttachLimits(String, BTreeMap<String, u32>),
     Config(SchedulerConfig),
 }
 
@@ -370,7 +372,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             let mut images = Vec::new();
             for (i, im) in seq(at, v, "status.images")?.iter().enumerate() {
                 let names = seq(at, im, "names")?.iter().filter_map(crate::config::scalar_string).collect();
-                let size = int(at, im, "sizeBytes")?.ok_or_else(|| at.err(&format!("status.images[{i}].sizeBytes"), "missing"))?;
+                let size = int(at, im, "sizeBytes")?
+                    .ok_or_else(|| at.err(&format!("status.images[{i}].sizeBytes"), "missing"))?;
                 images.push((names, size as f64));
             }
             Object::Node(Node {
@@ -515,7 +518,26 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             for (i, term) in seq(at, v, path)?.iter().enumerate() {
                 affinity.push(rules::node_term(at, term, &format!("{path}[{i}]"))?);
             }
-            Object::Volume(name, Volume { affinity })
+            let csi = match (string(at, v, "spec.csi.driver")?, string(at, v, "spec.csi.volumeHandle")?) {
+                (Some(driver), Some(handle)) => Some((driver, handle)),
+                _ => None,
+            };
+            Object::Volume(name, Volume { affinity, csi })
+        }
+        "CSINode" => {
+            expect_api("storage.k8s.io/v1")?;
+            let mut limits = BTreeMap::new();
+            for (i, d) in seq(at, v, "spec.drivers")?.iter().enumerate() {
+                let driver =
+                    string(at, d, "name")?.ok_or_else(|| at.err(&format!("spec.drivers[{i}].name"), "missing"))?;
+                if let Some(count) = int(at, d, "allocatable.count")? {
+                    let count = u32::try_from(count).map_err(|_| {
+                        at.err(&format!("spec.drivers[{i}].allocatable.count"), format!("{count} is not a count"))
+                    })?;
+                    limits.insert(driver, count);
+                }
+            }
+            Object::AttachLimits(name, limits)
         }
         "ConfigMap" => match v.get("data").and_then(|d| d.get("volcano-scheduler.conf")).and_then(Value::as_str) {
             Some(text) => Object::Config(SchedulerConfig::parse(
@@ -526,7 +548,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         },
         other => bail!(
             "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
-             Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
+             Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; storage.k8s.io/v1 CSINode; \
+             scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
              scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
             at.object

@@ -391,7 +391,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
             basis.pod_status.push(status);
             basis.pod_resident.push(snap.resident_node.len() as u32);
             let at = resident_at(node, status);
-            rules::resident(&mut strings, &cluster.namespaces, &mut snap, &mut residents, p, at);
+            rules::resident(&mut strings, cluster, &mut snap, &mut residents, p, at);
             continue;
         };
         let t = snap.task_job.len() as u32;
@@ -449,12 +449,13 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         rules::task(&mut strings, &cluster.namespaces, &mut snap, p, t);
     }
     residents.append(&mut snap);
+    rules::attach_limits(&mut strings, cluster, &mut snap, &node_index);
     snap.strings = strings.strings;
     snap.now_ms = now_ms;
     basis.marks = Marks::of(cluster);
     basis.classes = cluster.priority_classes.clone();
     basis.namespaces = cluster.namespaces.clone();
-    basis.claims = (cluster.claims.clone(), cluster.volumes.clone());
+    basis.storage = crate::cache::Storage::of(cluster);
     basis.selector_keys = keys;
     basis.job_sig = job_sig;
     basis.overrides = !overrides.is_empty();
@@ -557,6 +558,8 @@ pub fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         task_spread: vec![],
         node_images: vec![],
         task_images: vec![],
+        pod_attachments: vec![],
+        node_attach_limits: vec![],
     }
 }
 

@@ -174,6 +174,9 @@ impl Sim {
                 Object::Volume(name, volume) => {
                     c.volumes.insert(name, volume);
                 }
+                Object::AttachLimits(node, limits) => {
+                    c.attach_limits.insert(node, limits);
+                }
                 Object::Config(_) => {}
             }
         }

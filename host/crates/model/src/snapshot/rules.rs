@@ -14,6 +14,7 @@ pub(super) struct Residents {
     labels: Vec<c::Label>,
     terms: Vec<c::PodTerm>,
     ports: Vec<c::HostPort>,
+    attachments: Vec<c::Attachment>,
 }
 
 impl Residents {
@@ -23,6 +24,8 @@ impl Residents {
         snap.pod_labels.extend(self.labels.into_iter().map(|l| c::Label { owner: l.owner + tasks, ..l }));
         snap.pod_terms.extend(self.terms.into_iter().map(|t| c::PodTerm { pod: t.pod + tasks, ..t }));
         snap.pod_ports.extend(self.ports.into_iter().map(|p| c::HostPort { pod: p.pod + tasks, ..p }));
+        let attachments = self.attachments.into_iter().map(|a| c::Attachment { pod: a.pod + tasks, ..a });
+        snap.pod_attachments.extend(attachments);
     }
 }
 
@@ -103,18 +106,28 @@ fn pod_rows(
 
 /// A resident (a pod on a node that is not a task): `node` is where it
 /// counts (`NONE`: nowhere, or finished).
-pub(super) fn resident(
-    s: &mut Interner,
-    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
-    snap: &mut c::Snapshot,
-    out: &mut Residents,
-    p: &Pod,
-    node: u32,
-) {
+pub(super) fn resident(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, out: &mut Residents, p: &Pod, node: u32) {
     let r = snap.resident_node.len() as u32;
     snap.resident_node.push(node);
     snap.resident_namespace.push(s.id(&p.namespace));
-    pod_rows(s, namespaces, p, r, (&mut out.labels, &mut out.terms, &mut out.ports));
+    pod_rows(s, &c.namespaces, p, r, (&mut out.labels, &mut out.terms, &mut out.ports));
+    // The CSI volumes it holds count against its node's attach limits.
+    for claim in &p.claims {
+        let bound = c.claims.get(&format!("{}/{claim}", p.namespace)).and_then(|b| b.volume.as_ref());
+        if let Some((driver, handle)) = bound.and_then(|v| c.volumes.get(v)).and_then(|v| v.csi.as_ref()) {
+            out.attachments.push(c::Attachment { pod: r, driver: s.id(driver), handle: s.id(handle) });
+        }
+    }
+}
+
+/// Per node, the attach limit of each CSI driver its CSINode lists.
+pub(super) fn attach_limits(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, nodes: &super::NameMap<String>) {
+    for (node, limits) in &c.attach_limits {
+        let Some(&n) = nodes.get(node) else { continue };
+        for (driver, &count) in limits {
+            snap.node_attach_limits.push(c::AttachLimit { node: n, driver: s.id(driver), count });
+        }
+    }
 }
 
 /// A task's rules: its pod rows, node-affinity terms and spread constraints.
@@ -182,6 +195,9 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
             why.push(format!("persistentvolume \"{volume}\" not found"));
             continue;
         };
+        if let Some((driver, handle)) = &v.csi {
+            snap.pod_attachments.push(c::Attachment { pod: t, driver: s.id(driver), handle: s.id(handle) });
+        }
         if v.affinity.is_empty() {
             continue;
         }
