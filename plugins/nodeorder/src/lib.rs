@@ -7,6 +7,11 @@
 //!   of the requested/allocatable fractions of cpu, memory and, as Volcano
 //!   configures it, `nvidia.com/gpu` when the task asks for it.
 //!
+//! - RequestedToCapacityRatio (`requestedtocapacityratio.weight`, default 0:
+//!   a tephra extension, Volcano has none): the utilization of cpu and memory
+//!   mapped through `requestedtocapacityratio.shape` (`utilization:score`
+//!   points, scores 0–10, default `0:10,100:0`), averaged over the resources
+//!   that score above 0, rounded; kube-scheduler's rules;
 //! - NodeAffinity (`nodeaffinity.weight`, default 2): the summed weights of
 //!   the preferred terms the node matches, not normalized (as Volcano adds it);
 //! - TaintToleration (`tainttoleration.weight`, default 3): 100 − 100 × the
@@ -42,6 +47,9 @@ const MAX_SCORE: i64 = 100;
 pub struct NodeOrder {
     least: f64,
     most: f64,
+    ratio: f64,
+    /// RequestedToCapacityRatio's shape: (utilization, score × 10), ascending.
+    shape: Vec<(i64, i64)>,
     balanced: f64,
     gpu: Option<usize>,
     affinity: f64,
@@ -91,6 +99,56 @@ fn most_requested(requested: i64, capacity: i64) -> i64 {
     requested.min(capacity) * MAX_SCORE / capacity
 }
 
+/// A RequestedToCapacityRatio shape from `utilization:score` points:
+/// utilizations 0–100 ascending, scores 0–10 (scaled to 0–100).
+fn shape(text: &str) -> Result<Vec<(i64, i64)>, String> {
+    let bad = |why: &str| format!("requestedtocapacityratio.shape: {text:?}: {why}");
+    let mut points = Vec::new();
+    for point in text.split(',') {
+        let (u, sc) = point.trim().split_once(':').ok_or_else(|| bad("expected utilization:score points"))?;
+        let u: i64 = u.trim().parse().map_err(|_| bad("a utilization is not a whole number"))?;
+        let sc: i64 = sc.trim().parse().map_err(|_| bad("a score is not a whole number"))?;
+        if !(0..=100).contains(&u) || !(0..=10).contains(&sc) {
+            return Err(bad("utilizations are 0–100, scores 0–10"));
+        }
+        if points.last().is_some_and(|&(last, _)| u <= last) {
+            return Err(bad("utilizations must ascend"));
+        }
+        points.push((u, sc * 10));
+    }
+    Ok(points)
+}
+
+/// Kube-scheduler's broken linear function over `shape` at utilization `p`.
+fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+    match shape.iter().position(|&(u, _)| p <= u) {
+        Some(0) => shape[0].1,
+        Some(i) => {
+            let ((u0, s0), (u1, s1)) = (shape[i - 1], shape[i]);
+            s0 + (s1 - s0) * (p - u0) / (u1 - u0)
+        }
+        None => shape.last().map_or(0, |&(_, s)| s),
+    }
+}
+
+/// RequestedToCapacityRatio over cpu and memory (weight 1 each): the
+/// resources that score above 0, averaged, rounded half away from zero.
+fn capacity_ratio(shape: &[(i64, i64)], dims: &[(i64, i64)]) -> i64 {
+    let (mut sum, mut n) = (0, 0);
+    for &(requested, capacity) in dims.iter().filter(|d| d.1 != 0) {
+        let p = if requested > capacity { 100 } else { requested * 100 / capacity };
+        let score = broken_linear(shape, p);
+        if score > 0 {
+            sum += score;
+            n += 1;
+        }
+    }
+    if n == 0 {
+        return 0;
+    }
+    (sum as f64 / n as f64).round() as i64
+}
+
 /// `(1 − std) × 100` of the requested/allocatable fractions of cpu, memory
 /// and (when requested) gpus, each capped at 1; a dimension without
 /// capacity is left out. Values, not a buffer: this runs for every node of
@@ -121,6 +179,8 @@ impl Policy for NodeOrder {
         self.least = args.f64("leastrequested.weight", 1.0)?;
         self.most = args.f64("mostrequested.weight", 0.0)?;
         self.balanced = args.f64("balancedresource.weight", 1.0)?;
+        self.ratio = args.f64("requestedtocapacityratio.weight", 0.0)?;
+        self.shape = shape(args.get("requestedtocapacityratio.shape").unwrap_or("0:10,100:0"))?;
         self.gpu = s.dim("nvidia.com/gpu");
         self.affinity = args.f64("nodeaffinity.weight", 2.0)?;
         self.taints = args.f64("tainttoleration.weight", 3.0)?;
@@ -302,6 +362,9 @@ impl NodeOrder {
         }
         if self.most != 0.0 {
             score += self.most * mean(&cpu_mem, most_requested) as f64;
+        }
+        if self.ratio != 0.0 {
+            score += self.ratio * capacity_ratio(&self.shape, &cpu_mem) as f64;
         }
         if task.balanced {
             let gpu = task.gpu.map(|g| (requested(g), round(s.node_allocatable(node)[g]) as i64));
@@ -493,5 +556,28 @@ mod tests {
         assert!(NodeOrder::default()
             .open(&s, &Args::from_pairs(vec![("podaffinity.weight".into(), "x".into())]))
             .is_err());
+    }
+
+    /// RequestedToCapacityRatio: the shape is read strictly; utilization
+    /// between points is interpolated in whole numbers; only resources that
+    /// score count in the mean, which is rounded.
+    #[test]
+    fn capacity_ratio_follows_its_shape() {
+        assert_eq!(shape("0:10,100:0"), Ok(vec![(0, 100), (100, 0)]));
+        for bad in ["", "0:10,", "0:11", "50:1,40:2", "x:1", "0-1"] {
+            let err = shape(bad).unwrap_err();
+            assert!(err.starts_with("requestedtocapacityratio.shape: "), "{err}");
+        }
+        let s = shape("0:10,100:0").unwrap();
+        assert_eq!((broken_linear(&s, 0), broken_linear(&s, 37), broken_linear(&s, 100)), (100, 63, 0));
+        let steps = shape("20:0,50:10").unwrap();
+        assert_eq!((broken_linear(&steps, 10), broken_linear(&steps, 35), broken_linear(&steps, 90)), (0, 50, 100));
+        // cpu 1/4 (75), memory 1/2 (50): 62.5 rounds to 63; a full resource scores 0 and is left out.
+        assert_eq!(capacity_ratio(&s, &[(1, 4), (5, 10)]), 63);
+        assert_eq!(capacity_ratio(&s, &[(4, 4), (5, 10)]), 50);
+        assert_eq!(capacity_ratio(&s, &[(4, 4), (10, 10)]), 0);
+        let args = |shape: &str| Args::from_pairs(vec![("requestedtocapacityratio.shape".into(), shape.into())]);
+        let b = SnapshotBuilder::new(&[]);
+        assert!(NodeOrder::default().open(&b.build(), &args("1:2:3")).is_err());
     }
 }
