@@ -20,9 +20,14 @@
 //!
 //! The assumption, stated in the contract: an answer about node A does not
 //! rise when a task lands on node B (it may fall: the chosen node is checked
-//! again). Pod affinity and topology spread break it, so tasks with them
-//! (and with preferred pod terms, whose scores move) get no class and
-//! search afresh. Allocate's argument `taskClasses: false` turns reuse off
+//! again). Pod rules break it. A task with pod affinity (whose rejection
+//! is unresolvable) or with scores that move with placements (preferred pod
+//! terms, soft spread, labels another pod's scoring term may pick) gets no
+//! class and searches afresh. The class of a task with required
+//! anti-affinity or a `DoNotSchedule` spread asks again about all its nodes
+//! once something was placed ("volatile"), and a spread class keeps the
+//! nodes turned down for a resolvable reason ("parked") to take them back
+//! when they fit. Allocate's argument `taskClasses: false` turns reuse off
 //! for every task.
 
 use super::{feasible_nodes, feasible_or_parked, scores};
@@ -122,8 +127,8 @@ impl Classes {
     /// before room once releasing pods leave, then the highest score, ties at
     /// random); `None` when no node fits (fit errors recorded).
     pub fn choose(&mut self, ssn: &mut Session, task: u32) -> Option<u32> {
-        // A classless task (pod affinity, spread: its answers can rise
-        // through placements elsewhere) searches afresh, like reuse off.
+        // A classless task (pod affinity, moving scores) searches afresh,
+        // like reuse off.
         if self.off || ssn.extra.task_class[task as usize] == CLASSLESS {
             let nodes = feasible_nodes(ssn, task, true);
             return super::best_node(ssn, task, &nodes);
