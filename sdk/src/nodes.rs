@@ -13,6 +13,7 @@ pub struct NodeLabels {
 }
 
 impl NodeLabels {
+    /// Indexes the session's node labels.
     pub fn new(s: &Session) -> Self {
         let labels = &s.snap.node_labels;
         let mut rows = vec![Vec::new(); s.nodes()];
@@ -130,10 +131,12 @@ impl NodeRules {
         }
     }
 
+    /// The value of label `key` on `node`.
     pub fn label<'a>(&self, s: &'a Session, node: usize, key: &str) -> Option<&'a str> {
         self.labels.get(s, node, key)
     }
 
+    /// Whether one of the task's tolerations tolerates this taint.
     pub fn tolerated(&self, s: &Session, task: usize, key: &str, value: &str, effect: &str) -> bool {
         let tolerations = &s.snap.task_tolerations;
         self.tolerations[task].iter().any(|&r| tolerates(s, &tolerations[r], key, value, effect))
@@ -179,6 +182,8 @@ impl NodeRules {
         })
     }
 
+    /// The first NoSchedule/NoExecute taint of `node` the task does not
+    /// tolerate, as kube-scheduler's message.
     #[cold]
     pub fn untolerated_taint(&self, s: &Session, task: usize, node: usize) -> Option<String> {
         let taints = &s.snap.node_taints;

@@ -42,6 +42,7 @@ pub struct Clause {
 }
 
 impl Clause {
+    /// A clause from a snapshot selector (`nothing`: there was none).
     pub fn new(s: &Session, reqs: &[Requirement], nothing: bool, namespaces: Namespaces) -> Clause {
         let reqs = reqs
             .iter()
@@ -168,6 +169,7 @@ impl Pods {
         }
     }
 
+    /// The namespace of `pod`, a string id.
     pub fn namespace(&self, s: &Session, pod: u32) -> u32 {
         match (pod as usize).checked_sub(self.tasks) {
             None => s.snap.task_namespace[pod as usize],
@@ -175,6 +177,7 @@ impl Pods {
         }
     }
 
+    /// The labels of `pod` as (key, value) string ids, sorted by key.
     pub fn labels(&self, pod: u32) -> &[(u32, u32)] {
         let p = pod as usize;
         &self.labels[self.start[p] as usize..self.start[p + 1] as usize]
@@ -204,6 +207,7 @@ impl Pods {
         })
     }
 
+    /// Whether every clause of `f` picks `pod`.
     pub fn picks_all(&self, s: &Session, f: &Filter, pod: u32) -> bool {
         f.iter().all(|c| self.picks(s, c, pod))
     }
