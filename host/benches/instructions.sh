@@ -38,7 +38,7 @@ count() {
     (cd host && TEPHRA_BENCH_ONLY="$workload" TEPHRA_BENCH_PLUGINS="$1" TEPHRA_BENCH_ROUNDS=1 \
         valgrind --tool=callgrind --callgrind-out-file="$out/$1.cg" \
         --cache-sim=yes --branch-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=33554432,16,64 \
-        --toggle-collect='tephra::actions::allocate::execute*' "$bin" >"$out/$1.log" 2>&1) || {
+        --toggle-collect='tephra_actions::allocate::execute*' "$bin" >"$out/$1.log" 2>&1) || {
         echo "instructions.sh: the $1 run failed; its output:" >&2
         tail -20 "$out/$1.log" >&2
         exit 1

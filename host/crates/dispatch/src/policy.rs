@@ -327,6 +327,11 @@ impl Policies {
         let point = P::Predicate;
         let unset_is_on = self.unset_is_on;
         for slot in self.tiers.iter_mut().flatten() {
+            let down_closed = slot.down && slot.conf.fail_closed && slot.points.contains(&point);
+            // Most slots implement no predicate: they cost nothing here.
+            if !down_closed && !slot.answers(point, unset_is_on) {
+                continue;
+            }
             // Only nodes still standing are asked about.
             let idx: Vec<usize> = (0..nodes.len()).filter(|&i| out[i].is_none()).collect();
             if idx.is_empty() {
@@ -338,11 +343,8 @@ impl Policies {
                     out[i] = Some(Reject { plugin: slot.name.clone(), message: message.clone(), unresolvable: true });
                 }
             };
-            if slot.down && slot.conf.fail_closed && slot.points.contains(&point) {
+            if down_closed {
                 closed(slot, &mut out);
-                continue;
-            }
-            if !slot.answers(point, unset_is_on) {
                 continue;
             }
             let ask: Vec<u32> = idx.iter().map(|&i| nodes[i]).collect();
