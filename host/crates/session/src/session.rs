@@ -237,15 +237,22 @@ impl Session {
     /// allocation: this runs for every node of every task.
     #[inline]
     pub fn short(&self, req: &[f64], n: u32, future: bool) -> Option<usize> {
-        let base = n as usize * self.d;
-        (0..self.d).find(|&k| {
-            let i = base + k;
-            let mut room = self.snap.node_allocatable[i] - self.snap.node_used[i];
-            if future {
-                room += self.snap.node_releasing[i] - self.snap.node_pipelined[i];
-            }
-            !(req[k] < room || (req[k] - room).abs() < resource::EPSILON)
-        })
+        // Slices first, so that the loop checks no bounds. `req < room or
+        // |req − room| < ε` is `req − room < ε`: when req < room the
+        // difference is negative.
+        let (d, base) = (self.d, n as usize * self.d);
+        let sn = &self.snap;
+        let (req, alloc, used) = (&req[..d], &sn.node_allocatable[base..base + d], &sn.node_used[base..base + d]);
+        if future {
+            let (rel, pip) = (&sn.node_releasing[base..base + d], &sn.node_pipelined[base..base + d]);
+            (0..d).find(|&k| {
+                let mut room = alloc[k] - used[k];
+                room += rel[k] - pip[k];
+                lacks(req[k], room)
+            })
+        } else {
+            (0..d).find(|&k| lacks(req[k], alloc[k] - used[k]))
+        }
     }
 
     #[inline]
@@ -439,4 +446,11 @@ pub struct Outcome {
     pub reservations: Reservations,
     /// Every reserving queue's `status.reservation`.
     pub reservation_status: Vec<QueueReservation>,
+}
+
+/// Whether `room` is short of `req` beyond Volcano's tolerance (a NaN is).
+#[inline]
+fn lacks(req: f64, room: f64) -> bool {
+    let fits = req - room < resource::EPSILON;
+    !fits
 }
