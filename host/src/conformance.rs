@@ -223,20 +223,9 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
     }
     // Kubernetes objects given whole: claims, volumes, CSINodes, namespaces.
     for (i, o) in s.get("objects").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
-        match crate::manifest::from_value(o, &format!("{at}: objects[{i}]"))? {
-            crate::manifest::Object::Claim(key, claim) => {
-                c.claims.insert(key, claim);
-            }
-            crate::manifest::Object::Volume(name, v) => {
-                c.volumes.insert(name, v);
-            }
-            crate::manifest::Object::AttachLimits(node, limits) => {
-                c.attach_limits.insert(node, limits);
-            }
-            crate::manifest::Object::Namespace(name, labels) => {
-                c.namespaces.insert(name, labels);
-            }
-            _ => bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode and Namespace"),
+        let object = crate::manifest::from_value(o, &format!("{at}: objects[{i}]"))?;
+        if object.keep_in(&mut c).is_some() {
+            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode, Namespace and PriorityClass");
         }
     }
     let mut overrides = StatusOverrides::new();

@@ -318,16 +318,17 @@ impl Pods {
     }
 
     fn shift(&mut self, c: usize, from: u32, to: u32) {
-        for (n, delta) in [(from, u32::wrapping_sub as fn(u32, u32) -> u32), (to, u32::wrapping_add)] {
+        for (n, up) in [(from, false), (to, true)] {
             if n == NONE {
                 continue;
             }
+            let bump = |x: &mut u32| if up { *x += 1 } else { *x -= 1 };
             let counter = &mut self.counters[c];
-            counter.per_node[n as usize] = delta(counter.per_node[n as usize], 1);
+            bump(&mut counter.per_node[n as usize]);
             for (key, per) in counter.per_domain.iter_mut() {
                 let dom = self.domains.iter().find(|(k, _)| k == key).map_or(NONE, |(_, d)| d.of_node[n as usize]);
                 if dom != NONE {
-                    per[dom as usize] = delta(per[dom as usize], 1);
+                    bump(&mut per[dom as usize]);
                 }
             }
         }
@@ -398,5 +399,39 @@ impl<T: Clone + Eq + std::hash::Hash> TermGroups<T> {
                 }
             }
         }
+    }
+}
+
+/// A task's topology spread constraint, its selector read as a clause over
+/// the task's namespace.
+pub struct Constraint {
+    pub key: u32,
+    pub max_skew: u32,
+    /// 0: unset.
+    pub min_domains: u32,
+    pub honor_affinity: bool,
+    pub honor_taints: bool,
+    pub clause: Clause,
+}
+
+impl Constraint {
+    /// Per task, its `DoNotSchedule` constraints (`hard`) or its
+    /// `ScheduleAnyway` ones.
+    pub fn of_tasks(s: &Session, hard: bool) -> Vec<Vec<Constraint>> {
+        let mut of_task: Vec<Vec<Constraint>> = (0..s.tasks()).map(|_| Vec::new()).collect();
+        for c in s.snap.task_spread.iter().filter(|c| c.hard == hard) {
+            let ns = Namespaces::Some(vec![s.snap.task_namespace[c.task as usize]]);
+            if let Some(v) = of_task.get_mut(c.task as usize) {
+                v.push(Constraint {
+                    key: c.topology_key,
+                    max_skew: c.max_skew,
+                    min_domains: c.min_domains,
+                    honor_affinity: c.honor_node_affinity,
+                    honor_taints: c.honor_taints,
+                    clause: Clause::new(s, &c.selector, c.matches_nothing, ns),
+                });
+            }
+        }
+        of_task
     }
 }

@@ -34,7 +34,7 @@ mod affinity;
 mod images;
 mod spread;
 
-use tephra_sdk::nodes::{group_rows, tolerates, NodeLabels, NodeRules};
+use tephra_sdk::nodes::{group_rows, NodeRules};
 use tephra_sdk::pods::Pods;
 use tephra_sdk::resource::round;
 use tephra_sdk::{Args, Event, ExtensionPoint as P, Policy, Session, TaskStatus, NONE};
@@ -54,11 +54,8 @@ pub struct NodeOrder {
     gpu: Option<usize>,
     affinity: f64,
     taints: f64,
-    labels: NodeLabels,
     /// Per task, its preferred node-affinity rows, sorted by term.
     preferred: Vec<Vec<usize>>,
-    /// Per task, its tolerations' rows.
-    tolerations: Vec<Vec<usize>>,
     /// Per node, its `PreferNoSchedule` taints' rows (most nodes: none).
     soft_taints: Vec<Vec<usize>>,
     /// The nodes with a `PreferNoSchedule` taint.
@@ -190,9 +187,9 @@ impl Policy for NodeOrder {
         // Pods are indexed only when a pod term or soft spread needs them.
         let sn = &s.snap;
         let pods = !sn.pod_terms.is_empty() || sn.task_spread.iter().any(|c| !c.hard);
+        self.rules.index(s);
         self.pods = Pods::default();
         if pods {
-            self.rules.index(s);
             self.pods.index(sn);
             self.pods.open(s);
         }
@@ -202,13 +199,11 @@ impl Policy for NodeOrder {
         self.spread.open();
         self.images.index(s);
         let sn = &s.snap;
-        self.labels = NodeLabels::new(s);
         self.preferred = group_rows(s.tasks(), sn.task_affinity.iter().map(|e| e.task));
         for rows in &mut self.preferred {
             rows.retain(|&r| sn.task_affinity[r].weight > 0 && sn.task_affinity[r].group == 0);
             rows.sort_by_key(|&r| sn.task_affinity[r].term);
         }
-        self.tolerations = group_rows(s.tasks(), sn.task_tolerations.iter().map(|t| t.task));
         self.soft_taints = group_rows(s.nodes(), sn.node_taints.iter().map(|t| t.node));
         for rows in &mut self.soft_taints {
             rows.retain(|&r| s.str(sn.node_taints[r].effect) == "PreferNoSchedule");
@@ -274,16 +269,11 @@ impl NodeOrder {
     }
 
     /// The node's untolerated `PreferNoSchedule` taints for task `t`.
+    /// (A toleration with another effect does not tolerate them.)
     fn untolerated(&self, s: &Session, t: u32, node: usize) -> u32 {
-        let (taints, tolerations) = (&s.snap.node_taints, &s.snap.task_tolerations);
-        let tolerated = |key: &str, value: &str| {
-            self.tolerations[t as usize].iter().any(|&r| {
-                let tol = &tolerations[r];
-                matches!(s.str(tol.effect), "" | "PreferNoSchedule")
-                    && tolerates(s, tol, key, value, "PreferNoSchedule")
-            })
-        };
+        let taints = &s.snap.node_taints;
         let soft = self.soft_taints[node].iter().map(|&r| &taints[r]);
+        let tolerated = |key, value| self.rules.tolerated(s, t as usize, key, value, "PreferNoSchedule");
         soft.filter(|x| !tolerated(s.str(x.key), s.str(x.value))).count() as u32
     }
 
@@ -336,7 +326,7 @@ impl NodeOrder {
         if self.affinity != 0.0 && !self.preferred[t as usize].is_empty() {
             let exprs = &s.snap.task_affinity;
             let terms = self.preferred[t as usize].chunk_by(|&a, &b| exprs[a].term == exprs[b].term);
-            let matched = terms.filter(|term| term.iter().all(|&r| self.labels.matches(s, &exprs[r], n)));
+            let matched = terms.filter(|term| term.iter().all(|&r| self.rules.labels.matches(s, &exprs[r], n)));
             let sum: i64 = matched.map(|term| exprs[term[0]].weight as i64).sum();
             score += self.affinity * sum as f64;
         }

@@ -9,18 +9,10 @@
 //! gets no class: its scores move with every placement).
 
 use tephra_sdk::nodes::NodeRules;
-use tephra_sdk::pods::{Clause, Namespaces, Pods};
+use tephra_sdk::pods::{Constraint, Pods};
 use tephra_sdk::{Session, NONE};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
-
-struct Constraint {
-    key: u32,
-    max_skew: u32,
-    honor_affinity: bool,
-    honor_taints: bool,
-    clause: Clause,
-}
 
 #[derive(Default)]
 pub struct SoftSpread {
@@ -34,19 +26,7 @@ pub struct SoftSpread {
 
 impl SoftSpread {
     pub fn index(&mut self, s: &Session) {
-        self.of_task = (0..s.tasks()).map(|_| Vec::new()).collect();
-        for c in s.snap.task_spread.iter().filter(|c| !c.hard) {
-            let ns = Namespaces::Some(vec![s.snap.task_namespace[c.task as usize]]);
-            if let Some(v) = self.of_task.get_mut(c.task as usize) {
-                v.push(Constraint {
-                    key: c.topology_key,
-                    max_skew: c.max_skew,
-                    honor_affinity: c.honor_node_affinity,
-                    honor_taints: c.honor_taints,
-                    clause: Clause::new(s, &c.selector, c.matches_nothing, ns),
-                });
-            }
-        }
+        self.of_task = Constraint::of_tasks(s, false);
         self.any = self.of_task.iter().any(|c| !c.is_empty());
         self.hostname = s.str_id(HOSTNAME).unwrap_or(NONE);
     }

@@ -8,20 +8,11 @@
 //! `maxSkew`; the minimum is 0 while fewer domains than `minDomains` exist.
 
 use std::sync::Arc;
-use tephra_sdk::pods::{Clause, Domains, Namespaces, Pods};
+use tephra_sdk::pods::{Constraint, Domains, Pods};
 use tephra_sdk::{Session, Unfit, NONE};
 
 pub const SKEW: &str = "node(s) didn't match pod topology spread constraints";
 pub const MISSING: &str = "node(s) didn't match pod topology spread constraints (missing required label)";
-
-struct Constraint {
-    key: u32,
-    max_skew: u32,
-    min_domains: u32,
-    honor_affinity: bool,
-    honor_taints: bool,
-    clause: Clause,
-}
 
 /// Per constraint: its key's domains, the counts per domain over the
 /// admitted nodes, the minimum, and whether the task itself matches.
@@ -46,20 +37,7 @@ impl Default for Spreads {
 impl Spreads {
     /// Indexes the tasks' hard constraints (they last while sessions continue).
     pub fn index(&mut self, s: &Session) {
-        self.of_task = (0..s.tasks()).map(|_| Vec::new()).collect();
-        for c in s.snap.task_spread.iter().filter(|c| c.hard) {
-            let ns = Namespaces::Some(vec![s.snap.task_namespace[c.task as usize]]);
-            if let Some(v) = self.of_task.get_mut(c.task as usize) {
-                v.push(Constraint {
-                    key: c.topology_key,
-                    max_skew: c.max_skew,
-                    min_domains: c.min_domains,
-                    honor_affinity: c.honor_node_affinity,
-                    honor_taints: c.honor_taints,
-                    clause: Clause::new(s, &c.selector, c.matches_nothing, ns),
-                });
-            }
-        }
+        self.of_task = Constraint::of_tasks(s, true);
     }
 
     pub fn open(&mut self) {

@@ -42,6 +42,32 @@ pub enum Object {
     Config(SchedulerConfig),
 }
 
+impl Object {
+    /// Stores an object kept under its name (priority class, namespace,
+    /// claim, volume, attach limits) in `c`; any other comes back.
+    pub fn keep_in(self, c: &mut Cluster) -> Option<Object> {
+        match self {
+            Object::PriorityClass(n, p) => {
+                c.priority_classes.insert(n, p);
+            }
+            Object::Namespace(n, labels) => {
+                c.namespaces.insert(n, labels);
+            }
+            Object::Claim(key, claim) => {
+                c.claims.insert(key, claim);
+            }
+            Object::Volume(name, volume) => {
+                c.volumes.insert(name, volume);
+            }
+            Object::AttachLimits(node, limits) => {
+                c.attach_limits.insert(node, limits);
+            }
+            other => return Some(other),
+        }
+        None
+    }
+}
+
 /// An object and the simulated second at which it appears.
 #[derive(Clone, Debug)]
 pub struct Timed {

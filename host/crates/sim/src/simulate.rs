@@ -162,22 +162,10 @@ impl Sim {
                     c.pods.retain(|x| x.key() != p.key());
                     c.pods.push(*p);
                 }
-                Object::PriorityClass(n, p) => {
-                    c.priority_classes.insert(n, p);
-                }
-                Object::Namespace(n, labels) => {
-                    c.namespaces.insert(n, labels);
-                }
-                Object::Claim(key, claim) => {
-                    c.claims.insert(key, claim);
-                }
-                Object::Volume(name, volume) => {
-                    c.volumes.insert(name, volume);
-                }
-                Object::AttachLimits(node, limits) => {
-                    c.attach_limits.insert(node, limits);
-                }
                 Object::Config(_) => {}
+                keyed => {
+                    keyed.keep_in(c);
+                }
             }
         }
     }
