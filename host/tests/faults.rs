@@ -1,5 +1,6 @@
 //! A plugin that breaks the contract never stops the cycle: the fault is
-//! reported with a clear message and the other plugins keep scheduling.
+//! reported with a clear message and the other plugins keep scheduling,
+//! and a faulted gate stays shut unless its fault policy is `skip`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,11 +17,19 @@ fn cluster() -> Cluster {
     tephra::synthetic::small(2, 2000.0, 2, 1500.0, 2)
 }
 
+/// `faulty` in `mode`, with `faultPolicy: skip` (it abstains once down).
 fn config(mode: &str) -> SchedulerConfig {
+    let mut c = closed_config(mode);
+    c.tiers[0][1].fault_skip = true;
+    c
+}
+
+/// `faulty` in `mode` with the default fault policy, fail-closed.
+fn closed_config(mode: &str) -> SchedulerConfig {
     let mut faulty = PluginConf::new("faulty");
     faulty.arguments.push(("mode".into(), mode.into()));
     SchedulerConfig {
-        actions: vec!["allocate".into()],
+        actions: vec!["enqueue".into(), "allocate".into()],
         tiers: vec![
             vec![PluginConf::new("gang"), faulty],
             vec![PluginConf::new("predicates"), PluginConf::new("nodeorder")],
@@ -208,14 +217,61 @@ fn broken_components_are_refused_with_their_origin() {
     assert!(WasmPlugin::load(&runtime, &truncated, "cut.wasm").is_err());
 }
 
-/// `faultPolicy: fail-closed`: a trapping predicate plugin rejects every
-/// node instead of abstaining, so nothing is placed against its will.
+/// By default a faulted plugin fails closed: at each gate it implements it
+/// refuses, so nothing passes that it might have stopped (a partial gang, a
+/// queue over its quota); a fault in a score or an order changes nothing
+/// but the ranking.
+#[test]
+fn faults_close_the_gates_by_default() {
+    let lib = library();
+    let gates = [
+        ("trap", "", "predicate"),
+        ("bad-reason", "", "predicate"),
+        ("open-fails", "", "open-session"),
+        ("oom", "", "open-session"),
+        ("gate-trap", "allocatable", "allocatable"),
+        ("gate-trap", "job-ready", "job-ready"),
+        ("gate-trap", "overused", "overused"),
+        ("gate-trap", "enqueueable", "job-enqueueable"),
+    ];
+    let binds =
+        |out: &tephra::session::Outcome| out.decisions.iter().filter(|d| matches!(d, Decision::Bind { .. })).count();
+    for (mode, gate, point) in gates {
+        let mut config = closed_config(mode);
+        config.tiers[0][1].arguments.push(("gate".into(), gate.into()));
+        // The same plugin with `faultPolicy: skip` lets the gang through.
+        let mut skip = config.clone();
+        skip.tiers[0][1].fault_skip = true;
+        // The gang waits to be admitted with a minimum, so that enqueue asks.
+        let mut c = cluster();
+        for g in c.podgroups.iter_mut() {
+            g.phase = tephra::model::Phase::Pending;
+            g.min_resources = Some([("cpu".to_string(), 1.0)].into());
+        }
+        let out = Scheduler::new(skip, &lib).cycle(&c, &Default::default(), 0);
+        assert_eq!(binds(&out), 2, "{mode} {gate} skip: {:?}", out.faults);
+        let out = Scheduler::new(config, &lib).cycle(&c, &Default::default(), 0);
+        assert_eq!(binds(&out), 0, "{mode} {gate}: {:?}", out.decisions);
+        let f = out.faults.iter().find(|f| f.plugin == "faulty").unwrap_or_else(|| panic!("{mode} {gate}: no fault"));
+        assert_eq!(f.point, point, "{mode} {gate}: {f:?}");
+    }
+    // A fault in a score leaves the plugin down too: its gates stay shut
+    // for the rest of the session, whatever point it faulted in.
+    for mode in ["nan", "short-scores", "loop"] {
+        let out = Scheduler::new(closed_config(mode), &lib).cycle(&cluster(), &Default::default(), 0);
+        assert_eq!(binds(&out), 0, "{mode}");
+        assert_eq!(out.faults.iter().filter(|f| f.plugin == "faulty").count(), 1, "{mode}: {:?}", out.faults);
+        let why: Vec<String> = out.fit_errors.values().map(|e| e.summary()).collect();
+        assert!(why.iter().any(|w| w.contains("fail-closed (faulty")), "{mode}: {why:?}");
+    }
+}
+
+/// A trapping predicate plugin with the default policy rejects every node
+/// with a reason naming it; the policy key is checked.
 #[test]
 fn fail_closed_rejects_while_the_plugin_is_down() {
     let lib = library();
-    let mut config = config("trap");
-    config.tiers[0][1].fail_closed = true;
-    let mut sched = Scheduler::new(config, &lib);
+    let mut sched = Scheduler::new(closed_config("trap"), &lib);
     let out = sched.cycle(&cluster(), &Default::default(), 0);
     assert!(out.decisions.is_empty(), "{:?}", out.decisions);
     assert!(out.faults.iter().any(|f| f.plugin == "faulty"));

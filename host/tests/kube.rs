@@ -1269,3 +1269,48 @@ fn queue_reservation_status_and_lock() {
     t.assert_alive();
     assert!(t.terminate());
 }
+
+/// A queue whose parent does not exist breaks the hierarchy: the capacity
+/// plugin refuses the session, and failing closed, nothing is scheduled
+/// (Volcano's rule) until the queue is fixed; the queue gets a Warning
+/// Event naming the problem, and waiting pods the reason.
+#[test]
+fn broken_queue_hierarchy_stops_scheduling_with_an_event() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("hierarchy");
+    c.node("n1", "4");
+    let ns = "t-hierarchy";
+    namespace(&c, ns);
+    let conf = c.dir.join("scheduler.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: gang\n  - name: capacity\n    enableHierarchy: true\n- plugins:\n  - name: predicates\n",
+    )
+    .unwrap();
+    let queue = |name: &str, parent: &str| {
+        format!("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {name}}}\nspec: {{weight: 1, parent: {parent}, capability: {{cpu: \"4\"}}}}\n")
+    };
+    c.apply(&queue("a", "root"));
+    c.apply(&queue("b", "nowhere"));
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    c.apply(&pod(ns, "p", "1", None, "scheduling.volcano.sh/queue-name: a\n    "));
+    let (_, message) = wait(&c, ns, 60, "InvalidQueue event on b", || {
+        c.events("default", "InvalidQueue").into_iter().find(|(o, _)| o == "b")
+    });
+    assert!(message.contains("spec.parent: queue \"nowhere\" does not exist"), "{message}");
+    let cond = wait(&c, ns, 30, "p PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "p"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    let why = cond["message"].as_str().unwrap_or_default();
+    assert!(why.contains("fail-closed") && why.contains("capacity"), "{cond}");
+    assert_eq!(c.placements(ns)["p"], "", "nothing is scheduled through a broken hierarchy");
+    // Fixed, the hierarchy opens again.
+    c.apply(&queue("b", "root"));
+    wait(&c, ns, 60, "p bound once b is fixed", || (c.placements(ns)["p"] == "n1").then_some(()));
+    t.assert_alive();
+    assert!(t.terminate());
+}

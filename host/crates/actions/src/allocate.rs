@@ -3,9 +3,9 @@
 //! uncommitted when merely pipelined, and is discarded otherwise (§7.2).
 
 use super::classes::Classes;
-use super::{fallback_rank, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
+use super::{fallback_rank, gate_reason, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use tephra_contract::{JobPhase, TaskStatus};
+use tephra_contract::{ExtensionPoint as P, JobPhase, TaskStatus};
 use tephra_dispatch::backend::Call;
 use tephra_session::session::{Session, NONE};
 use tephra_session::statement::Statement;
@@ -55,8 +55,9 @@ pub fn execute(ssn: &mut Session) {
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
             let mut left = jobs_by_queue.remove(&q).unwrap_or_default();
+            let why = gate_reason(ssn, P::Overused, format!("queue {} is overused", ssn.names.queues[q as usize]));
             while let Some(j) = left.pop() {
-                ssn.note_job(j, format!("queue {} is overused", ssn.names.queues[q as usize]));
+                ssn.note_job(j, why.clone());
             }
             continue;
         }
@@ -101,6 +102,7 @@ fn allocate_tasks(
     while let Some(t) = tasks.pop_front() {
         if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
             let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
+            let why = gate_reason(ssn, P::Allocatable, why);
             ssn.fit_errors.insert(t, tephra_session::session::FitErrors { whole: Some(why), ..Default::default() });
             continue;
         }

@@ -30,7 +30,9 @@ pub fn execute(ssn: &mut Session) {
             ssn.policies.job_enqueued(&ssn.events, job);
             ssn.snap.job_phase[job as usize] = JobPhase::Inqueue;
         } else {
-            ssn.note_job(job, "not admitted: a plugin rejected JobEnqueueable (queue or cluster quota)".into());
+            let why = "a plugin rejected JobEnqueueable (queue or cluster quota)".to_string();
+            let why = super::gate_reason(ssn, tephra_contract::ExtensionPoint::JobEnqueueable, why);
+            ssn.note_job(job, format!("not admitted: {why}"));
         }
         queues.push(q);
     }

@@ -375,6 +375,15 @@ pub fn job_valid(ssn: &mut Session, job: u32) -> bool {
     }
 }
 
+/// `why` a gate refused, unless a plugin down after a fault shut it: then
+/// that, naming the plugin.
+pub fn gate_reason(ssn: &Session, point: tephra_contract::ExtensionPoint, why: String) -> String {
+    match ssn.policies.closed_at(point) {
+        Some(p) => format!("{} ({p}, {})", tephra_dispatch::policy::CLOSED, tephra_dispatch::policy::point_name(point)),
+        None => why,
+    }
+}
+
 /// JobReady: AND over plugins.
 pub fn job_ready(ssn: &mut Session, job: u32) -> bool {
     ssn.policies.all_true(&ssn.events, Call::JobReady(job))

@@ -3,7 +3,9 @@
 //! exactly as Volcano's `session_plugins.go` does (reference §5).
 //!
 //! A plugin that traps, times out or answers out of contract is reported as a
-//! [`Fault`] and abstains for the rest of the session; the cycle goes on.
+//! [`Fault`] and is down for the rest of the session; the cycle goes on. A
+//! down plugin fails closed by default: at every gate it implements it
+//! refuses ([`Reply::Closed`]); `faultPolicy: skip` lets it abstain instead.
 
 use crate::backend::{Answer, Backend, Call};
 use std::collections::HashSet;
@@ -94,11 +96,30 @@ impl Slot {
         }
     }
 
-    /// Whether this plugin is asked about `point`: it implements it, its
-    /// switch is on, and it has not faulted this session.
-    fn answers(&self, point: P, unset_is_on: bool) -> bool {
-        !self.down && self.points.contains(&point) && switch_for(point).is_none_or(|s| self.conf.switch(s, unset_is_on))
+    /// Whether this plugin takes part in `point`: it implements it and its
+    /// switch is on.
+    fn implements(&self, point: P, unset_is_on: bool) -> bool {
+        self.points.contains(&point) && switch_for(point).is_none_or(|s| self.conf.switch(s, unset_is_on))
     }
+
+    /// Whether this plugin is asked about `point`: it takes part and has not
+    /// faulted this session.
+    fn answers(&self, point: P, unset_is_on: bool) -> bool {
+        !self.down && self.implements(point, unset_is_on)
+    }
+
+    /// Whether this plugin, once down, refuses at its gates.
+    fn closed(&self) -> bool {
+        !self.conf.fault_skip
+    }
+}
+
+/// One plugin's part in a call.
+enum Reply {
+    Answer(Answer),
+    /// The plugin is down and fails closed: the caller applies the point's
+    /// refusal (the docs/operations.md table).
+    Closed,
 }
 
 /// The configured tiers of plugins.
@@ -126,6 +147,9 @@ fn opening_queue(mut slots: Placed<'_>) -> Placed<'_> {
 
 pub use tephra_contract::point_name;
 
+/// Why a down plugin refused.
+pub const CLOSED: &str = "plugin is down after a fault and its fault policy is fail-closed";
+
 impl Policies {
     pub fn new(tiers: Vec<Vec<Slot>>, unset_is_on: bool) -> Self {
         Policies { tiers, unset_is_on, faults: Vec::new(), opened_in: Default::default(), extra: None }
@@ -138,6 +162,13 @@ impl Policies {
     /// Per plugin, how many sessions it opened from a delta.
     pub fn update_counts(&self) -> Vec<(String, u64)> {
         self.tiers.iter().flatten().map(|s| (s.conf.name.clone(), s.updates)).collect()
+    }
+
+    /// A plugin that is down and shuts `point`'s gate, for the reason a
+    /// refusal gives.
+    pub fn closed_at(&self, point: P) -> Option<&str> {
+        let shut = |s: &&Slot| s.down && s.closed() && s.implements(point, self.unset_is_on);
+        self.tiers.iter().flatten().find(shut).map(|s| s.conf.name.as_str())
     }
 
     /// Whether any plugin answers `point`.
@@ -278,26 +309,41 @@ impl Policies {
         }
     }
 
-    /// Every enabled plugin's answer, in tier order, with the tier index.
+    /// Every enabled plugin's reply, in tier order, with the tier index; `f`
+    /// returns whether to go on. A plugin that is down, or faults now (a
+    /// trap, or an answer `f` finds out of contract), replies
+    /// [`Reply::Closed`] unless its fault policy is `skip`.
     fn each(
         &mut self,
         events: &[Event],
         call: Call<'_>,
-        mut f: impl FnMut(usize, &str, Answer) -> Result<bool, String>,
+        mut f: impl FnMut(usize, &str, Reply) -> Result<bool, String>,
     ) {
         let point = call.point();
         let unset_is_on = self.unset_is_on;
         for (ti, tier) in self.tiers.iter_mut().enumerate() {
             for slot in tier.iter_mut() {
-                if !slot.answers(point, unset_is_on) {
+                if !slot.implements(point, unset_is_on) {
                     continue;
                 }
-                if let Some(a) = Self::ask(&mut self.faults, slot, events, call) {
-                    match f(ti, &slot.conf.name, a) {
-                        Ok(true) => {}
-                        Ok(false) => return,
-                        Err(e) => Self::fail(&mut self.faults, slot, point, e),
-                    }
+                let answer = if slot.down { None } else { Self::ask(&mut self.faults, slot, events, call) };
+                let go_on = match answer {
+                    Some(a) => match f(ti, &slot.conf.name, Reply::Answer(a)) {
+                        Err(e) => {
+                            Self::fail(&mut self.faults, slot, point, e);
+                            None
+                        }
+                        Ok(go_on) => Some(go_on),
+                    },
+                    None => None,
+                };
+                let go_on = match go_on {
+                    Some(g) => g,
+                    None if slot.closed() => f(ti, &slot.conf.name, Reply::Closed).unwrap_or(false),
+                    None => true,
+                };
+                if !go_on {
+                    return;
                 }
             }
         }
@@ -306,13 +352,15 @@ impl Policies {
     /// Sort keys of every plugin for `ids` (one row per plugin, tier order).
     pub fn order_keys(&mut self, events: &[Event], call: Call<'_>, n: usize) -> Vec<Vec<f64>> {
         let mut rows = Vec::new();
+        // Orders are no gate: a down plugin's keys are left out.
         self.each(events, call, |_, _, a| match a {
-            Answer::Keys(k) if k.len() == n && k.iter().all(|x| !x.is_nan()) => {
+            Reply::Answer(Answer::Keys(k)) if k.len() == n && k.iter().all(|x| !x.is_nan()) => {
                 rows.push(k);
                 Ok(true)
             }
-            Answer::Keys(k) => Err(format!("returned {} keys for {n} ids, or a NaN key", k.len())),
-            other => Err(format!("unexpected answer {other:?}")),
+            Reply::Answer(Answer::Keys(k)) => Err(format!("returned {} keys for {n} ids, or a NaN key", k.len())),
+            Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
+            Reply::Closed => Ok(true),
         });
         rows
     }
@@ -327,7 +375,7 @@ impl Policies {
         let point = P::Predicate;
         let unset_is_on = self.unset_is_on;
         for slot in self.tiers.iter_mut().flatten() {
-            let down_closed = slot.down && slot.conf.fail_closed && slot.points.contains(&point);
+            let down_closed = slot.down && slot.closed() && slot.implements(point, unset_is_on);
             // Most slots implement no predicate: they cost nothing here.
             if !down_closed && !slot.answers(point, unset_is_on) {
                 continue;
@@ -338,7 +386,7 @@ impl Policies {
                 break;
             }
             let closed = |slot: &Slot, out: &mut Vec<Option<Reject>>| {
-                let message: Arc<str> = "plugin is down and its fault policy is fail-closed".into();
+                let message: Arc<str> = CLOSED.into();
                 for &i in &idx {
                     out[i] = Some(Reject { plugin: slot.name.clone(), message: message.clone(), unresolvable: true });
                 }
@@ -349,7 +397,7 @@ impl Policies {
             }
             let ask: Vec<u32> = idx.iter().map(|&i| nodes[i]).collect();
             let Some(a) = Self::ask(&mut self.faults, slot, events, Call::Predicate(task, &ask)) else {
-                if slot.conf.fail_closed {
+                if slot.closed() {
                     closed(slot, &mut out);
                 }
                 continue;
@@ -369,7 +417,7 @@ impl Policies {
                 other => {
                     let msg = format!("predicate answer out of contract: {other:?}");
                     Self::fail(&mut self.faults, slot, point, msg);
-                    if slot.conf.fail_closed {
+                    if slot.closed() {
                         closed(slot, &mut out);
                     }
                     continue;
@@ -395,43 +443,56 @@ impl Policies {
         let mut total = vec![0.0; nodes.len()];
         let n = nodes.len();
         self.each(events, Call::NodeOrder(task, nodes), |_, _, a| match a {
-            Answer::Keys(k) if k.len() == n && k.iter().all(|x| x.is_finite()) => {
+            Reply::Answer(Answer::Keys(k)) if k.len() == n && k.iter().all(|x| x.is_finite()) => {
                 total.iter_mut().zip(k).for_each(|(t, s)| *t += s);
                 Ok(true)
             }
-            other => Err(format!("node-order answer out of contract (length or non-finite score): {other:?}")),
+            Reply::Answer(other) => {
+                Err(format!("node-order answer out of contract (length or non-finite score): {other:?}"))
+            }
+            // Scores are no gate: the predicates already kept the nodes.
+            Reply::Closed => Ok(true),
         });
         total
     }
 
-    /// OR over all plugins (no plugin ⇒ false): overused.
+    /// OR over all plugins (no plugin ⇒ false): overused. Closed ⇒ overused.
     pub fn any_true(&mut self, events: &[Event], call: Call<'_>) -> bool {
         let mut r = false;
         self.each(events, call, |_, _, a| match a {
-            Answer::Bool(b) => {
+            Reply::Answer(Answer::Bool(b)) => {
                 r |= b;
                 Ok(!r)
             }
-            other => Err(format!("unexpected answer {other:?}")),
+            Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
+            Reply::Closed => {
+                r = true;
+                Ok(false)
+            }
         });
         r
     }
 
-    /// AND over all plugins (no plugin ⇒ true): allocatable, preemptive, job-ready.
+    /// AND over all plugins (no plugin ⇒ true): allocatable, preemptive,
+    /// job-ready. Closed ⇒ false.
     pub fn all_true(&mut self, events: &[Event], call: Call<'_>) -> bool {
         let mut r = true;
         self.each(events, call, |_, _, a| match a {
-            Answer::Bool(b) => {
+            Reply::Answer(Answer::Bool(b)) => {
                 r &= b;
                 Ok(r)
             }
-            other => Err(format!("unexpected answer {other:?}")),
+            Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
+            Reply::Closed => {
+                r = false;
+                Ok(false)
+            }
         });
         r
     }
 
     /// Tier voting (pipelined, enqueueable): a Reject decides at once, a Permit
-    /// decides at the end of its tier, no decision ⇒ true.
+    /// decides at the end of its tier, no decision ⇒ true. Closed ⇒ Reject.
     pub fn vote(&mut self, events: &[Event], call: Call<'_>) -> bool {
         let mut permit_tier: Option<usize> = None;
         let mut rejected = false;
@@ -440,31 +501,36 @@ impl Policies {
                 return Ok(false);
             }
             match a {
-                Answer::Vote(Vote::Reject) => {
+                Reply::Answer(Answer::Vote(Vote::Reject)) | Reply::Closed => {
                     rejected = true;
                     Ok(false)
                 }
-                Answer::Vote(Vote::Permit) => {
+                Reply::Answer(Answer::Vote(Vote::Permit)) => {
                     permit_tier.get_or_insert(ti);
                     Ok(true)
                 }
-                Answer::Vote(Vote::Abstain) => Ok(true),
-                other => Err(format!("unexpected answer {other:?}")),
+                Reply::Answer(Answer::Vote(Vote::Abstain)) => Ok(true),
+                Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
             }
         });
         !rejected
     }
 
-    /// The first plugin that finds the job invalid, with its reason.
+    /// The first plugin that finds the job invalid, with its reason. Closed
+    /// ⇒ invalid.
     pub fn job_valid(&mut self, events: &[Event], job: u32) -> Option<(String, String)> {
         let mut r = None;
         self.each(events, Call::JobValid(job), |_, name, a| match a {
-            Answer::Invalid(Some(reason)) => {
+            Reply::Answer(Answer::Invalid(Some(reason))) => {
                 r = Some((name.to_string(), reason));
                 Ok(false)
             }
-            Answer::Invalid(None) => Ok(true),
-            other => Err(format!("unexpected answer {other:?}")),
+            Reply::Closed => {
+                r = Some((name.to_string(), CLOSED.to_string()));
+                Ok(false)
+            }
+            Reply::Answer(Answer::Invalid(None)) => Ok(true),
+            Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
         });
         r
     }
@@ -475,6 +541,7 @@ impl Policies {
     }
 
     /// The first tier with any plugin decides (AND within it); none ⇒ false.
+    /// Closed ⇒ not starving (nothing is evicted for the job).
     pub fn job_starving(&mut self, events: &[Event], job: u32) -> bool {
         let mut tier = None;
         let mut r = true;
@@ -484,11 +551,15 @@ impl Policies {
             }
             tier = Some(ti);
             match a {
-                Answer::Bool(b) => {
+                Reply::Answer(Answer::Bool(b)) => {
                     r &= b;
                     Ok(true)
                 }
-                other => Err(format!("unexpected answer {other:?}")),
+                Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
+                Reply::Closed => {
+                    r = false;
+                    Ok(false)
+                }
             }
         });
         tier.is_some() && r
@@ -497,12 +568,13 @@ impl Policies {
     /// Victim selection with Volcano's tier quirks (reference §5.1): an
     /// empty answer makes its tier abstain, an empty intersection resets, the
     /// first tier with victims decides. Returns the victims and the plugins
-    /// whose votes selected them.
+    /// whose votes selected them. Closed ⇒ no victims.
     pub fn victims(&mut self, events: &[Event], call: Call<'_>, candidates: &[u32]) -> Option<(Vec<u32>, Vec<String>)> {
         let allowed: HashSet<u32> = candidates.iter().copied().collect();
         let mut victims: Option<(Vec<u32>, Vec<String>)> = None;
         let mut skip_tier = None;
         let mut current = None;
+        let mut closed = false;
         self.each(events, call, |ti, name, a| {
             if current != Some(ti) {
                 if victims.is_some() {
@@ -510,6 +582,13 @@ impl Policies {
                 }
                 current = Some(ti);
             }
+            let a = match a {
+                Reply::Answer(a) => a,
+                Reply::Closed => {
+                    closed = true;
+                    return Ok(false);
+                }
+            };
             if skip_tier == Some(ti) {
                 return Ok(true);
             }
@@ -539,46 +618,60 @@ impl Policies {
             };
             Ok(true)
         });
-        victims
+        victims.filter(|_| !closed)
     }
 
-    /// Per tier the union of victim-task answers; the first non-empty tier decides.
+    /// Per tier the union of victim-task answers; the first non-empty tier
+    /// decides. Closed ⇒ none.
     pub fn victim_tasks(&mut self, events: &[Event], candidates: &[u32]) -> Vec<u32> {
         let allowed: HashSet<u32> = candidates.iter().copied().collect();
         let mut by_tier: Vec<(usize, Vec<u32>)> = Vec::new();
+        let mut closed = false;
         self.each(events, Call::VictimTasks(candidates), |ti, _, a| match a {
-            Answer::Ids(ids) if ids.iter().all(|t| allowed.contains(t)) => {
+            Reply::Closed => {
+                closed = true;
+                Ok(false)
+            }
+            Reply::Answer(Answer::Ids(ids)) if ids.iter().all(|t| allowed.contains(t)) => {
                 match by_tier.last_mut() {
                     Some((t, v)) if *t == ti => v.extend(ids),
                     _ => by_tier.push((ti, ids)),
                 }
                 Ok(true)
             }
-            other => Err(format!("victim-tasks answer out of contract (a non-candidate?): {other:?}")),
+            Reply::Answer(other) => Err(format!("victim-tasks answer out of contract (a non-candidate?): {other:?}")),
         });
+        if closed {
+            return Vec::new();
+        }
         let mut out = by_tier.into_iter().map(|(_, v)| v).find(|v| !v.is_empty()).unwrap_or_default();
         out.sort_unstable();
         out.dedup();
         out
     }
 
-    /// The first plugin (tier order) that names a job among `jobs`.
+    /// The first plugin (tier order) that names a job among `jobs`. Closed
+    /// ⇒ none.
     pub fn target_job(&mut self, events: &[Event], jobs: &[u32]) -> Option<u32> {
         let mut r = None;
         self.each(events, Call::TargetJob(jobs), |_, _, a| match a {
-            Answer::Id(None) => Ok(true),
-            Answer::Id(Some(j)) if jobs.contains(&j) => {
+            Reply::Answer(Answer::Id(None)) => Ok(true),
+            Reply::Answer(Answer::Id(Some(j))) if jobs.contains(&j) => {
                 r = Some(j);
                 Ok(false)
             }
-            other => Err(format!("target-job answer out of contract (not a candidate?): {other:?}")),
+            Reply::Closed => {
+                r = None;
+                Ok(false)
+            }
+            Reply::Answer(other) => Err(format!("target-job answer out of contract (not a candidate?): {other:?}")),
         });
         r
     }
 
     /// The first plugin's reserved nodes for `owner`, all among `candidates`
     /// (`None`: no plugin answers; `Some(Err)`: a refusal with its reason,
-    /// prefixed with the plugin's name).
+    /// prefixed with the plugin's name; closed ⇒ a refusal).
     pub fn reserved_nodes(
         &mut self,
         events: &[Event],
@@ -588,18 +681,24 @@ impl Policies {
         let allowed: HashSet<u32> = candidates.iter().copied().collect();
         let mut r = None;
         self.each(events, Call::ReservedNodes(owner, candidates), |_, name, a| match a {
-            Answer::Reserved(Ok(nodes)) if nodes.iter().all(|n| allowed.contains(n)) => {
+            Reply::Closed => {
+                r = Some(Err(format!("{name}: {CLOSED}")));
+                Ok(false)
+            }
+            Reply::Answer(Answer::Reserved(Ok(nodes))) if nodes.iter().all(|n| allowed.contains(n)) => {
                 let mut nodes = nodes;
                 nodes.sort_unstable();
                 nodes.dedup();
                 r = Some(Ok(nodes));
                 Ok(false)
             }
-            Answer::Reserved(Err(reason)) => {
+            Reply::Answer(Answer::Reserved(Err(reason))) => {
                 r = Some(Err(format!("{name}: {reason}")));
                 Ok(false)
             }
-            other => Err(format!("reserved-nodes answer out of contract (a non-candidate node?): {other:?}")),
+            Reply::Answer(other) => {
+                Err(format!("reserved-nodes answer out of contract (a non-candidate node?): {other:?}"))
+            }
         });
         r
     }
@@ -614,11 +713,13 @@ impl Policies {
         let mut r = None;
         let n = queues.len();
         self.each(events, Call::QueueStatus(queues), |_, name, a| match a {
-            Answer::QueueStatus(st) if st.deserved.len() == n * dims && st.share.len() == n => {
+            Reply::Answer(Answer::QueueStatus(st)) if st.deserved.len() == n * dims && st.share.len() == n => {
                 r = Some((name.to_string(), st.deserved, st.share));
                 Ok(false)
             }
-            other => Err(format!("queue-status answer out of contract: {other:?}")),
+            Reply::Answer(other) => Err(format!("queue-status answer out of contract: {other:?}")),
+            // A report, no gate: the next plugin may answer.
+            Reply::Closed => Ok(true),
         });
         r
     }
@@ -757,14 +858,17 @@ mod tests {
         assert_eq!(got, Some(vec![3, 4]));
         // Abstain is ignored; nobody deciding means no victims.
         assert_eq!(pick(vec![vec![slot("a", &pre, victims(&[1], Vote::Abstain))]]), None);
-        // A victim that was not a candidate is a fault; the others still decide.
-        let mut p = Policies::new(
-            vec![vec![slot("bad", &pre, victims(&[99], Vote::Permit)), slot("ok", &pre, victims(&[2], Vote::Permit))]],
-            true,
-        );
-        assert_eq!(p.victims(&[], Call::Preemptable(0, C), C), Some((vec![2], vec!["ok".to_string()])));
-        assert_eq!(p.faults.len(), 1);
-        assert!(p.faults[0].message.contains("not a candidate"));
+        // A victim that was not a candidate is a fault: no victims (fail
+        // closed), or, with `faultPolicy: skip`, the others decide.
+        for skip in [false, true] {
+            let mut bad = slot("bad", &pre, victims(&[99], Vote::Permit));
+            bad.conf.fault_skip = skip;
+            let mut p = Policies::new(vec![vec![bad, slot("ok", &pre, victims(&[2], Vote::Permit))]], true);
+            let want = skip.then(|| (vec![2], vec!["ok".to_string()]));
+            assert_eq!(p.victims(&[], Call::Preemptable(0, C), C), want);
+            assert_eq!(p.faults.len(), 1);
+            assert!(p.faults[0].message.contains("not a candidate"));
+        }
     }
 
     #[test]
@@ -801,6 +905,81 @@ mod tests {
         let mut p = Policies::new(vec![vec![], vec![slot("x", &s, boolean(true))]], true);
         assert!(p.job_starving(&[], 0));
         assert!(!Policies::new(vec![], true).job_starving(&[], 0));
+    }
+
+    /// A plugin that traps at a gate refuses there by default (and stays
+    /// down for the session); with `faultPolicy: skip` it abstains.
+    #[test]
+    fn faults_close_every_gate_unless_the_policy_is_skip() {
+        let gates = [
+            P::Predicate,
+            P::Allocatable,
+            P::Preemptive,
+            P::JobReady,
+            P::Overused,
+            P::JobPipelined,
+            P::JobEnqueueable,
+            P::JobValid,
+            P::JobStarving,
+            P::Reclaimable,
+            P::VictimTasks,
+            P::TargetJob,
+            P::ReservedNodes,
+        ];
+        let cands = [1, 2];
+        // What the healthy plugin beside it says: yes to everything.
+        let yes = |c: Call<'_>| {
+            Ok(match c {
+                Call::Predicate(_, nodes) => {
+                    Answer::Fit(tephra_contract::Fit { codes: vec![0; nodes.len()], reasons: vec![] })
+                }
+                Call::Overused(_) => Answer::Bool(false),
+                Call::JobPipelined(_) | Call::JobEnqueueable(_) => Answer::Vote(Vote::Permit),
+                Call::JobValid(_) => Answer::Invalid(None),
+                Call::Reclaimable(..) => Answer::Victims(Victims { tasks: vec![1], vote: Vote::Permit }),
+                Call::VictimTasks(_) => Answer::Ids(vec![1]),
+                Call::TargetJob(_) => Answer::Id(Some(0)),
+                Call::ReservedNodes(..) => Answer::Reserved(Ok(vec![1])),
+                _ => Answer::Bool(true),
+            })
+        };
+        // Whether the combined answer lets the thing through.
+        let open = |p: &mut Policies| -> Vec<bool> {
+            vec![
+                p.predicate(&[], 0, &[1, 2]).iter().all(Option::is_none),
+                p.all_true(&[], Call::Allocatable(0, 0)),
+                p.all_true(&[], Call::Preemptive(0, 0)),
+                p.all_true(&[], Call::JobReady(0)),
+                !p.any_true(&[], Call::Overused(0)),
+                p.vote(&[], Call::JobPipelined(0)),
+                p.vote(&[], Call::JobEnqueueable(0)),
+                p.job_valid(&[], 0).is_none(),
+                p.job_starving(&[], 0),
+                p.victims(&[], Call::Reclaimable(0, &cands), &cands).is_some(),
+                !p.victim_tasks(&[], &cands).is_empty(),
+                p.target_job(&[], &[0]).is_some(),
+                matches!(p.reserved_nodes(&[], LockOwner::Job(0), &cands), Some(Ok(_))),
+            ]
+        };
+        for skip in [false, true] {
+            let mut trap = slot("trap", &gates, |_| Err("wasm trap: unreachable".into()));
+            trap.conf.fault_skip = skip;
+            // First in its tier, so that it is asked where the first answer decides.
+            let mut p = Policies::new(vec![vec![trap, slot("ok", &gates, yes)]], true);
+            let got = open(&mut p);
+            assert_eq!(got, vec![skip; gates.len()], "fault_skip {skip}");
+            assert_eq!(p.faults.len(), 1, "asked once, down for the rest of the session");
+        }
+        // Healthy, the same questions all pass: the refusals above are the fault's.
+        let mut p = Policies::new(vec![vec![slot("ok", &gates, yes)]], true);
+        assert_eq!(open(&mut p), vec![true; gates.len()]);
+        // Out-of-contract answers close the gate too.
+        let mut p = Policies::new(vec![vec![slot("odd", &[P::JobReady], |_| Ok(Answer::Id(None)))]], true);
+        assert!(!p.all_true(&[], Call::JobReady(0)));
+        assert!(p.faults[0].message.contains("unexpected answer"), "{:?}", p.faults);
+        // Orders and scores are no gate: a down plugin is left out of them.
+        let mut p = Policies::new(vec![vec![slot("t", &[P::NodeOrder], |_| Err("trap".into()))]], true);
+        assert_eq!(p.node_scores(&[], 0, &[1, 2]), vec![0.0, 0.0]);
     }
 
     #[test]

@@ -238,6 +238,7 @@ impl Driver for Kube {
         }
         let invalid = std::mem::take(&mut self.invalid);
         self.rt.block_on(report_invalid(&self.rec, &invalid));
+        self.rt.block_on(report_queues(&self.rec, cluster, &self.store));
         // Sent once this cycle's binds are in: they are what pods wait for.
         self.writes = self.store.take_writes();
         Some(now_ms())
@@ -313,6 +314,19 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
         };
         let r = events::reference(api, kind, ns, name, &bad.uid);
         rec.emit(&r, events::Kind::Warning, "InvalidObject", &bad.message).await;
+    }
+}
+
+/// One Warning Event per queue problem (a broken hierarchy, a quota rule),
+/// on the queue, as long as it lasts (repeated only when it changes). The
+/// quota plugins refuse to schedule through a broken hierarchy; this says
+/// where it is broken.
+async fn report_queues(rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
+    let findings = tephra_model::validate::rules(&cluster.queues);
+    for (queue, problem) in findings.by_queue() {
+        let Some(meta) = store.queues.get(queue) else { continue };
+        let r = events::reference(source::VOLCANO_API, "Queue", None, queue, &meta.uid);
+        rec.emit(&r, events::Kind::Warning, "InvalidQueue", problem).await;
     }
 }
 

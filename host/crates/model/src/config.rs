@@ -91,10 +91,12 @@ pub struct PluginConf {
     pub arguments: Vec<(String, String)>,
     /// Switches given explicitly.
     pub switches: BTreeMap<String, bool>,
-    /// tephra's `faultPolicy: fail-closed`: while the plugin is down (it
-    /// trapped or answered out of contract), its predicates reject every
-    /// node. The default, `skip`, lets it abstain.
-    pub fail_closed: bool,
+    /// tephra's `faultPolicy: skip`: while the plugin is down (it failed to
+    /// open, trapped or answered out of contract) it abstains. The default,
+    /// `fail-closed`, makes it refuse at every gate it implements (no node,
+    /// not allocatable, not ready, overused, no victims; the table in
+    /// docs/operations.md), so crashing a policy never bypasses it.
+    pub fault_skip: bool,
 }
 
 impl PluginConf {
@@ -265,8 +267,8 @@ impl SchedulerConfig {
                     }
                 }
                 "faultPolicy" => match v.as_str() {
-                    Some("skip") => conf.fail_closed = false,
-                    Some("fail-closed") => conf.fail_closed = true,
+                    Some("skip") => conf.fault_skip = true,
+                    Some("fail-closed") => conf.fault_skip = false,
                     _ => bail!("{at}.faultPolicy: expected skip or fail-closed"),
                 },
                 s if SWITCHES.contains(&s) => {

@@ -14,6 +14,13 @@ pub struct Findings {
     pub warnings: Vec<String>,
 }
 
+impl Findings {
+    /// The errors with the queue each names: (queue, the problem).
+    pub fn by_queue(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.errors.iter().filter_map(|e| e.strip_prefix("Queue ")?.split_once(": "))
+    }
+}
+
 fn exceeds(a: &ResourceList, b: &ResourceList) -> Option<String> {
     a.iter().find_map(|(k, v)| {
         let limit = b.get(k)?;
@@ -23,9 +30,23 @@ fn exceeds(a: &ResourceList, b: &ResourceList) -> Option<String> {
 
 /// Validates queues against each other and the configured quota plugin.
 pub fn queues(queues: &[Queue], config: &SchedulerConfig) -> Findings {
+    let mut f = rules(queues);
+    let plugins: Vec<&str> = config.plugin_names().collect();
+    for q in queues {
+        if plugins.contains(&"proportion") && !q.deserved.is_empty() {
+            f.warnings.push(format!(
+                "Queue {}: spec.deserved is ignored by the proportion plugin (it derives deserved from spec.weight); use the capacity plugin to set it",
+                q.name
+            ));
+        }
+    }
+    f
+}
+
+/// The quota and hierarchy rules alone, whatever the plugins (errors only).
+pub fn rules(queues: &[Queue]) -> Findings {
     let mut f = Findings::default();
     let names: BTreeSet<&str> = queues.iter().map(|q| q.name.as_str()).collect();
-    let plugins: Vec<&str> = config.plugin_names().collect();
     for q in queues {
         let at = format!("Queue {}", q.name);
         if let Some(x) = exceeds(&q.guarantee, &q.deserved) {
@@ -45,11 +66,6 @@ pub fn queues(queues: &[Queue], config: &SchedulerConfig) -> Findings {
             if !names.contains(p.as_str()) {
                 f.errors.push(format!("{at}: spec.parent: queue {p:?} does not exist"));
             }
-        }
-        if plugins.contains(&"proportion") && !q.deserved.is_empty() {
-            f.warnings.push(format!(
-                "{at}: spec.deserved is ignored by the proportion plugin (it derives deserved from spec.weight); use the capacity plugin to set it"
-            ));
         }
     }
     let parent: BTreeMap<&str, &str> =
@@ -142,6 +158,7 @@ mod tests {
             f.errors.iter().any(|e| e.contains("Queue root: its children's spec.deserved add up to more")),
             "{f:?}"
         );
+        assert!(f.by_queue().any(|(q, why)| q == "a" && why.starts_with("spec.capability exceeds")), "{f:?}");
         let x = q("x", Some("y"), &[], &[], &[]);
         let y = q("y", Some("x"), &[], &[], &[]);
         let orphan = q("o", Some("nowhere"), &[], &[], &[]);

@@ -10,7 +10,9 @@
 //! `reject-all` (rejects every node for the reason in argument `why`: a
 //! well-formed answer),
 //! `explain-trap` (rejects every node it is asked about alone, and panics
-//! when asked why).
+//! when asked why), `gate-trap` (panics at the gate named by argument
+//! `gate`: `allocatable`, `job-ready`, `overused`, `enqueueable`; at every
+//! gate it otherwise says yes).
 
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session, Unfit, Vote};
 
@@ -19,15 +21,27 @@ pub struct Faulty {
     mode: String,
     /// Argument `why`: the reason `reject-all` gives.
     why: String,
+    /// Argument `gate`: where `gate-trap` panics.
+    gate: String,
 }
 
 impl Policy for Faulty {
     const NAME: &'static str = "faulty";
-    const POINTS: &'static [P] = &[P::Predicate, P::NodeOrder, P::Preemptable, P::JobOrder];
+    const POINTS: &'static [P] = &[
+        P::Predicate,
+        P::NodeOrder,
+        P::Preemptable,
+        P::JobOrder,
+        P::Allocatable,
+        P::JobReady,
+        P::Overused,
+        P::JobEnqueueable,
+    ];
 
     fn open(&mut self, _s: &Session, args: &Args) -> Result<(), String> {
         self.mode = args.get("mode").unwrap_or("trap").to_string();
         self.why = args.get("why").unwrap_or("never fits").to_string();
+        self.gate = args.get("gate").unwrap_or_default().to_string();
         if self.mode == "open-fails" {
             return Err("this plugin refuses every session".into());
         }
@@ -92,6 +106,12 @@ mod export {
     }
     fn mode() -> String {
         rt(|r| r.plugin.mode.clone())
+    }
+    /// Panics when the mode is `gate-trap` at `gate`.
+    fn gate(gate: &str) {
+        if mode() == "gate-trap" && rt(|r| r.plugin.gate.clone()) == gate {
+            panic!("faulty plugin: deliberate panic in {gate}");
+        }
     }
 
     struct Export;
@@ -164,9 +184,11 @@ mod export {
             s
         }
         fn overused(_q: u32) -> bool {
+            gate("overused");
             false
         }
         fn allocatable(_q: u32, _t: u32) -> bool {
+            gate("allocatable");
             true
         }
         fn preemptive(_q: u32, _t: u32) -> bool {
@@ -176,12 +198,14 @@ mod export {
             None
         }
         fn job_ready(_j: u32) -> bool {
+            gate("job-ready");
             true
         }
         fn job_pipelined(_j: u32) -> Vote {
             Vote::Abstain
         }
         fn job_enqueueable(_j: u32) -> Vote {
+            gate("enqueueable");
             Vote::Abstain
         }
         fn job_enqueued(_j: u32) {}
