@@ -26,6 +26,12 @@ pub fn serve(addr: &str, handle: Handle) -> Result<SocketAddr> {
     Ok(bound)
 }
 
+/// A label value escaped as the Prometheus text format requires: a queue
+/// named `a"} 1\nfake 2` stays one label, not a forged sample.
+fn esc(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// Prometheus text exposition of the published counters and queue figures.
 pub fn metrics(status: &Status) -> String {
     let (s, queues) = (&status.stats, &status.queues);
@@ -41,12 +47,12 @@ pub fn metrics(status: &Status) -> String {
     family("tephra_cycle_seconds_total", "counter", "Time spent in cycles.", one(s.cycle_seconds_sum));
     family("tephra_cycle_last_seconds", "gauge", "Duration of the latest cycle.", one(s.last_cycle.as_secs_f64()));
     let per = |f: &dyn Fn(&(u64, f64)) -> f64| -> Vec<(String, f64)> {
-        s.actions.iter().map(|(a, v)| (format!("{{action=\"{a}\"}}"), f(v))).collect()
+        s.actions.iter().map(|(a, v)| (format!("{{action=\"{}\"}}", esc(a)), f(v))).collect()
     };
     family("tephra_action_runs_total", "counter", "Action runs.", per(&|v| v.0 as f64));
     family("tephra_action_seconds_total", "counter", "Time spent per action.", per(&|v| v.1));
     let plug = |f: &dyn Fn(&(u64, f64, u64)) -> f64| -> Vec<(String, f64)> {
-        s.plugins.iter().map(|(p, v)| (format!("{{plugin=\"{p}\"}}"), f(v))).collect()
+        s.plugins.iter().map(|(p, v)| (format!("{{plugin=\"{}\"}}", esc(p)), f(v))).collect()
     };
     family("tephra_plugin_calls_total", "counter", "Extension-point calls per plugin.", plug(&|v| v.0 as f64));
     family("tephra_plugin_call_seconds_total", "counter", "Time in plugin calls.", plug(&|v| v.1));
@@ -65,7 +71,9 @@ pub fn metrics(status: &Status) -> String {
         queues
             .iter()
             .flat_map(|q| {
-                f(q).into_iter().flatten().map(move |(r, v)| (format!("{{queue=\"{}\",resource=\"{r}\"}}", q.name), *v))
+                f(q).into_iter()
+                    .flatten()
+                    .map(move |(r, v)| (format!("{{queue=\"{}\",resource=\"{}\"}}", esc(&q.name), esc(r)), *v))
             })
             .collect()
     };
@@ -76,12 +84,12 @@ pub fn metrics(status: &Status) -> String {
         res(&|q| Some(&q.allocated)),
     );
     family("tephra_queue_deserved", "gauge", "Deserved resources per queue.", res(&|q| q.deserved.as_ref()));
-    let shares = queues.iter().filter_map(|q| Some((format!("{{queue=\"{}\"}}", q.name), q.share?))).collect();
+    let shares = queues.iter().filter_map(|q| Some((format!("{{queue=\"{}\"}}", esc(&q.name)), q.share?))).collect();
     family("tephra_queue_share", "gauge", "Queue share (allocated / deserved).", shares);
     let diffs = s
         .shadow_diffs_by
         .iter()
-        .map(|((plugin, kind), n)| (format!("{{plugin=\"{plugin}\",kind=\"{kind}\"}}"), *n as f64))
+        .map(|((plugin, kind), n)| (format!("{{plugin=\"{}\",kind=\"{}\"}}", esc(plugin), esc(kind)), *n as f64))
         .collect();
     family(
         "tephra_shadow_decision_diffs_total",
@@ -148,5 +156,23 @@ fn route(method: &str, path: &str, handle: &Handle) -> (&'static str, &'static s
             }
         }
         _ => ("404 Not Found", TEXT, "not found\n".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names from manifests or plugins cannot forge samples.
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(esc(r#"a"} 1"#), r#"a\"} 1"#);
+        assert_eq!(esc("q\nfake_metric 2"), "q\\nfake_metric 2");
+        assert_eq!(esc("back\\slash"), "back\\\\slash");
+        let mut status = Status::default();
+        status.queues.push(QueueRow { name: "q\"}\nforged 1".into(), share: Some(0.5), ..Default::default() });
+        let text = metrics(&status);
+        assert!(!text.lines().any(|l| l.starts_with("forged")), "{text}");
+        assert!(text.contains("tephra_queue_share{queue=\"q\\\"}\\nforged 1\"} 0.5"), "{text}");
     }
 }

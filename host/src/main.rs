@@ -101,8 +101,8 @@ struct Run {
     /// Stop after this many cycles.
     #[arg(long, default_value_t = 50)]
     cycles: usize,
-    /// Simulated seconds per cycle.
-    #[arg(long, default_value_t = 1.0)]
+    /// Simulated seconds per cycle (more than 0, at most a year).
+    #[arg(long, default_value_t = 1.0, value_parser = period_seconds)]
     period: f64,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
@@ -179,13 +179,16 @@ struct Setup {
 impl Setup {
     fn scheduler(&self) -> Result<Scheduler> {
         let mut library = Library::load(self.plugins_dir.as_deref())?;
+        for s in &library.skipped {
+            eprintln!("error: plugin file skipped: {s}");
+        }
         for p in &self.plugins {
             library.load_file(p)?;
         }
         let mut scheduler = Scheduler::new(self.config.clone(), &library);
         scheduler.rollback_after = self.rollback_after.max(1);
         for s in &self.shadows {
-            let bytes = std::fs::read(s).map_err(|e| anyhow!("{}: {e}", s.display()))?;
+            let bytes = tephra::files::read(s)?;
             scheduler.set_shadow(&bytes, &s.display().to_string())?;
         }
         for p in &scheduler.missing_plugins {
@@ -263,6 +266,15 @@ fn serve(s: Serve) -> Result<()> {
     lp.run(|_| {});
     lp.driver.shutdown();
     Ok(())
+}
+
+/// `--period` of the simulator: seconds, positive and at most a year.
+fn period_seconds(s: &str) -> Result<f64, String> {
+    let max = tephra::config::DURATION_MAX_MS as f64 / 1000.0;
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x <= max => Ok(x),
+        _ => Err(format!("{s:?} is not a number of seconds above 0 and at most {max}")),
+    }
 }
 
 fn simulate(run: Run) -> Result<()> {
@@ -403,7 +415,7 @@ fn conformance_run(files: Vec<PathBuf>, plugins_dir: Option<PathBuf>) -> Result<
 }
 
 fn check(file: PathBuf) -> Result<()> {
-    let bytes = std::fs::read(&file).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let bytes = tephra::files::read(&file)?;
     let runtime = Runtime::new(Sandbox::default())?;
     let p = WasmPlugin::load(&runtime, &bytes, &file.display().to_string())?;
     let info = p.info();

@@ -47,6 +47,8 @@ fn shadow_diff_is_printed_and_never_applied() {
 fn watcher_swaps_a_changed_plugin_between_cycles() {
     let dir = tmpdir("watch");
     std::fs::copy(swap_fixture("first"), dir.join("prefer.wasm")).unwrap();
+    // A bad file present at start-up is skipped with its reason, not a failed start.
+    std::fs::write(dir.join("broken.wasm"), b"not a component either").unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tephra"))
         .current_dir(repo())
         .args([
@@ -75,11 +77,18 @@ fn watcher_swaps_a_changed_plugin_between_cycles() {
             std::fs::copy(swap_fixture("last"), &tmp).unwrap();
             std::fs::rename(&tmp, dir.join("prefer.wasm")).unwrap();
         }
+        if l.starts_with("── cycle 6") {
+            // The start-up name rule holds for the watcher too.
+            std::fs::copy(swap_fixture("first"), dir.join("other.wasm")).unwrap();
+        }
         if l.starts_with("── cycle 8") {
             std::fs::write(dir.join("junk.wasm"), b"not a component").unwrap();
         }
     }
     assert!(child.wait().unwrap().success());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("error: plugin file skipped: ") && err.contains("broken.wasm: "), "{err}");
     assert!(seen.contains("plugins    swapped plugin prefer to version"), "{seen}");
     let swap_at = seen.find("swapped plugin prefer").unwrap();
     let (before, after) = seen.split_at(swap_at);
@@ -91,6 +100,7 @@ fn watcher_swaps_a_changed_plugin_between_cycles() {
         after.contains("plugins    rejected ") && after.contains("junk.wasm: not a loadable WebAssembly component"),
         "{after}"
     );
+    assert!(after.contains("other.wasm: the component calls itself \"prefer\"; name the file prefer.wasm"), "{after}");
     let last_bind = after.lines().rev().find(|l| l.contains("bind       ")).unwrap();
     assert!(last_bind.ends_with("→ rack-b"), "{after}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -213,5 +223,42 @@ fn watched_config_edits_apply_between_cycles_and_bad_edits_are_refused() {
     let before: Vec<&str> = seen[..reloaded].lines().filter(|l| l.contains("bind       ")).collect();
     assert!(!before.is_empty() && before.iter().all(|l| l.ends_with("→ rack-b")), "{seen}");
     assert!(seen[reloaded..].contains("bind       "), "{seen}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a plugin says reaches the log and the report as one bounded line:
+/// no forged lines, no 20 MB log lines, no 50 MB fault printed again and
+/// again.
+#[test]
+fn plugin_text_is_one_bounded_line() {
+    let dir = tmpdir("forge");
+    for mode in ["forge", "huge-fault"] {
+        let conf = dir.join(format!("{mode}.yaml"));
+        let text = format!(
+            "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: faulty\n    faultPolicy: skip\n    arguments: {{mode: {mode}}}\n  - name: predicates\n"
+        );
+        std::fs::write(&conf, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+            .current_dir(repo())
+            .env("RUST_LOG", "info")
+            .args(["simulate", "--cycles", "3", "--plugins-dir", FIXTURES_DIR, "--config"])
+            .arg(&conf)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{mode}: {}", &stderr[..stderr.len().min(2000)]);
+        for (what, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+            assert!(text.len() < 1 << 20, "{mode}: {what} holds {} bytes", text.len());
+            let forged = text.lines().find(|l| l.trim_start().starts_with("ERROR forged"));
+            assert!(forged.is_none(), "{mode}: a forged {what} line: {forged:?}");
+        }
+        if mode == "forge" {
+            assert!(stderr.contains("looks fine\\nERROR forged by a plugin"), "{stderr}");
+            assert!(stderr.contains("more bytes)"), "a 20 MB line is cut: {}", &stderr[..stderr.len().min(2000)]);
+        } else {
+            let fault = stdout.lines().find(|l| l.contains("faulty open-session")).expect("the fault in the report");
+            assert!(fault.contains("refused\\nERROR forged fault line\\n") && fault.contains("more bytes)"), "{fault}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

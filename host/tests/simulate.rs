@@ -263,3 +263,114 @@ fn demo_sessions_start_from_the_last_one() {
     assert!(opens.full >= 1 && opens.updated >= 10, "{opens:?}");
     assert_eq!(opens.full + opens.updated, 30);
 }
+
+/// Hostile input is refused in one line naming file, object and field —
+/// never wrapped, half applied or silently dropped (issue 29's findings).
+#[test]
+fn hostile_input_is_refused_or_reported() {
+    let dir = std::env::temp_dir().join(format!("tephra-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"110\"}\n---\n";
+    let pod = |name: &str, ann: &str, cpu: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ns, annotations: {{{ann}}}}}\nspec:\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n---\n")
+    };
+    let job = |spec: &str| {
+        format!("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {{name: j, namespace: ns}}\nspec:\n{spec}\n  tasks:\n  - name: t\n    replicas: 2\n    template: {{spec: {{containers: [{{name: c, image: x}}]}}}}\n")
+    };
+    let refused = [
+        (
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ns}\nspec: {minMember: 4294967297}\n".to_string(),
+            "PodGroup ns/g: spec.minMember: 4294967297 is out of the int32 range",
+        ),
+        (job("  minAvailable: -1"), "Job ns/j: spec.minAvailable: -1 is negative"),
+        (
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: big}\nvalue: 3000000000\n".to_string(),
+            "PriorityClass big: value: 3000000000 is out of the int32 range",
+        ),
+        (pod("neg", "", "-1"), "Pod ns/neg: resources.requests.cpu: \"-1\" is negative"),
+        (pod("huge", "", "1e300Ei"), "Pod ns/huge: resources.requests.cpu: invalid quantity \"1e300Ei\""),
+        (
+            job("  minAvailable: 1").replace("replicas: 2", "replicas: 2000000"),
+            "Job ns/j task t: replicas: the job's tasks add up to more than 1000000 pods",
+        ),
+        (format!("{node}{}", node.trim_end_matches("---\n")), "Node n1: defined twice (earlier in the same file)"),
+    ];
+    for (i, (text, want)) in refused.iter().enumerate() {
+        let f = dir.join(format!("in{i}.yaml"));
+        std::fs::write(&f, text).unwrap();
+        let (code, out, err) = tephra(&["simulate", f.to_str().unwrap()]);
+        assert_eq!((code, out.as_str()), (2, ""), "{want}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("in{i}.yaml: {want}")), "want {want:?}, got {err}");
+    }
+    // The same object in two files at once is named with both.
+    let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
+    std::fs::write(&a, node).unwrap();
+    std::fs::write(&b, node).unwrap();
+    let (code, _, err) = tephra(&["simulate", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("b.yaml: Node n1: defined twice (also in ") && err.contains("a.yaml)"), "{err}");
+    // Objects that point at nothing wait with the reason, in the report.
+    let f = dir.join("dangling.yaml");
+    let text = format!(
+        "{node}{}{}",
+        pod("p3", "scheduling.k8s.io/group-name: nogroup", "1"),
+        pod("p4", "scheduling.volcano.sh/queue-name: noqueue", "1")
+    );
+    std::fs::write(&f, text.replace("containers:", "schedulerName: volcano\n  containers:")).unwrap();
+    let (code, out, err) = tephra(&["simulate", f.to_str().unwrap(), "--cycles", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("waiting    ns/p3: its PodGroup ns/nogroup does not exist"), "{out}");
+    assert!(out.contains("waiting    ns/podgroup-p4: its queue \"noqueue\" does not exist"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Durations are checked before use: no panic on NaN, negative, infinite
+/// or past-u64 periods.
+#[test]
+fn bad_periods_are_refused_before_use() {
+    for p in ["NaN", "-1", "inf", "0"] {
+        let (code, _, err) = tephra(&["simulate", "--realtime", &format!("--period={p}"), "--cycles", "1"]);
+        assert_eq!(code, 2, "{p}: {err}");
+        assert!(err.contains("is not a number of seconds above 0"), "{p}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let (code, _, err) = tephra(&["run", "--period", "18446744073709551616s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not a duration of at most a year"), "{err}");
+}
+
+/// A file that is not a regular one is refused at once: a FIFO would hang
+/// start-up, `/dev/zero` would be read for ever.
+#[test]
+fn inputs_that_are_not_regular_files_are_refused() {
+    let (code, _, err) = tephra(&["simulate", "/dev/zero"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/dev/zero: not a regular file"), "{err}");
+    let fifo = std::env::temp_dir().join(format!("tephra-fifo-cli-{}", std::process::id()));
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .args(["simulate", "--config"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    // Not a timing check: a hang is killed so that the test fails instead.
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = std::fs::remove_file(&fifo);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "a FIFO hung start-up: {err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}

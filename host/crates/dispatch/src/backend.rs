@@ -137,7 +137,8 @@ impl Reasons {
             return Ok(Answer::Verdict(Some(r.clone())));
         }
         let r = explain(code)?;
-        let r = (Arc::<str>::from(r.message), r.unresolvable);
+        let r =
+            (Arc::<str>::from(tephra_model::text::one_line(&r.message, crate::policy::MESSAGE_BYTES)), r.unresolvable);
         self.0.insert(code, r.clone());
         Ok(Answer::Verdict(Some(r)))
     }

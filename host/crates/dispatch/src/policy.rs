@@ -13,6 +13,7 @@ use std::sync::Arc;
 use tephra_contract::{Event, ExtensionPoint as P, LockOwner, Snapshot, SnapshotDelta, Vote};
 use tephra_model::config::PluginConf;
 use tephra_model::snapshot::{Extra, Names};
+use tephra_model::text::one_line;
 
 /// The enable switch gating an extension point; `None` = always consulted.
 pub fn switch_for(point: P) -> Option<&'static str> {
@@ -147,6 +148,10 @@ fn opening_queue(mut slots: Placed<'_>) -> Placed<'_> {
 
 pub use tephra_contract::point_name;
 
+/// The most of a plugin's text (a fault, a reason) the host keeps: what a
+/// plugin says is one line, and a 50 MB message is cut, not printed.
+pub(crate) const MESSAGE_BYTES: usize = 2 << 10;
+
 /// Why a down plugin refused.
 pub const CLOSED: &str = "plugin is down after a fault and its fault policy is fail-closed";
 
@@ -177,12 +182,14 @@ impl Policies {
     }
 
     fn fail(faults: &mut Vec<Fault>, slot: &mut Slot, point: P, message: String) {
+        let message = one_line(&message, MESSAGE_BYTES);
         tracing::warn!(plugin = %slot.conf.name, point = point_name(point), "plugin fault: {message}");
         faults.push(Fault { plugin: slot.conf.name.clone(), point: point_name(point).into(), message });
         slot.down = true;
     }
 
     fn fail_session(faults: &mut Vec<Fault>, slot: &mut Slot, what: &str, message: String) {
+        let message = one_line(&message, MESSAGE_BYTES);
         tracing::warn!(plugin = %slot.conf.name, "plugin fault in {what}: {message}");
         faults.push(Fault { plugin: slot.conf.name.clone(), point: what.into(), message });
         slot.down = true;
@@ -423,7 +430,8 @@ impl Policies {
                     continue;
                 }
             };
-            let messages: Vec<Arc<str>> = fit.reasons.iter().map(|r| r.message.as_str().into()).collect();
+            let messages: Vec<Arc<str>> =
+                fit.reasons.iter().map(|r| one_line(&r.message, MESSAGE_BYTES).into()).collect();
             for (k, &code) in fit.codes.iter().enumerate() {
                 if code > 0 {
                     let c = code as usize - 1;
@@ -522,7 +530,7 @@ impl Policies {
         let mut r = None;
         self.each(events, Call::JobValid(job), |_, name, a| match a {
             Reply::Answer(Answer::Invalid(Some(reason))) => {
-                r = Some((name.to_string(), reason));
+                r = Some((name.to_string(), one_line(&reason, MESSAGE_BYTES)));
                 Ok(false)
             }
             Reply::Closed => {
@@ -693,7 +701,7 @@ impl Policies {
                 Ok(false)
             }
             Reply::Answer(Answer::Reserved(Err(reason))) => {
-                r = Some(Err(format!("{name}: {reason}")));
+                r = Some(Err(format!("{name}: {}", one_line(&reason, MESSAGE_BYTES))));
                 Ok(false)
             }
             Reply::Answer(other) => {

@@ -50,7 +50,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     match tephra_model::config::duration_ms(s) {
         Some(ms) if ms > 0 => Ok(Duration::from_millis(ms as u64)),
         Some(_) => Err(format!("{s:?} must be positive")),
-        None => Err(format!("{s:?} is not a duration (like 500ms, 2s, 1m30s)")),
+        None => Err(format!("{s:?} is not a duration of at most a year (like 500ms, 2s, 1m30s)")),
     }
 }
 
@@ -384,6 +384,9 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
         assert!(parse_duration("1d").unwrap_err().contains("is not a duration"));
+        // Past a year (or u64 ms) is refused, not wrapped into a panic later.
+        assert!(parse_duration("18446744073709551616s").unwrap_err().contains("at most a year"));
+        assert!(parse_duration("NaN").is_err() && parse_duration("inf").is_err());
         assert!(parse_duration("fast").is_err());
     }
 }

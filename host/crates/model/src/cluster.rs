@@ -423,6 +423,25 @@ impl Cluster {
 
 impl Cluster {
     /// Pods by their PodGroup (`namespace`, group name), as indices.
+    /// Objects that point at nothing, with why: a waiting pod whose PodGroup
+    /// does not exist, a PodGroup whose queue does not exist. Nothing
+    /// schedules them, so they are reported rather than left out silently.
+    pub fn dangling(&self) -> Vec<(String, String)> {
+        let groups: std::collections::HashSet<(&str, &str)> =
+            self.podgroups.iter().map(|g| (g.namespace.as_str(), g.name.as_str())).collect();
+        let queues: std::collections::HashSet<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();
+        let mut out = Vec::new();
+        for p in self.pods.iter().filter(|p| p.node.is_none() && !p.deleting) {
+            if let Some(g) = p.group.as_deref().filter(|g| !groups.contains(&(p.namespace.as_str(), g))) {
+                out.push((p.key(), format!("its PodGroup {}/{g} does not exist", p.namespace)));
+            }
+        }
+        for g in self.podgroups.iter().filter(|g| !queues.contains(g.queue.as_str())) {
+            out.push((g.key(), format!("its queue {:?} does not exist", g.queue)));
+        }
+        out
+    }
+
     pub fn pods_by_group(&self) -> std::collections::HashMap<(&str, &str), Vec<usize>> {
         let mut out: std::collections::HashMap<(&str, &str), Vec<usize>> = std::collections::HashMap::new();
         for (i, p) in self.pods.iter().enumerate() {

@@ -138,11 +138,14 @@ pub struct SchedulerConfig {
     pub unset_is_on: bool,
 }
 
-/// A duration in ms: Go-style `1h30m`, `90s`, `250ms`, or plain seconds.
+/// A duration in ms: Go-style `1h30m`, `90s`, `250ms`, or plain seconds;
+/// `None` when malformed, negative or longer than [`DURATION_MAX_MS`].
 pub fn duration_ms(s: &str) -> Option<i64> {
     let s = s.trim();
+    // Past a year a duration is a typo, and past i64 it would wrap.
+    let bounded = |ms: f64| (ms.is_finite() && (0.0..=DURATION_MAX_MS as f64).contains(&ms)).then(|| ms.round() as i64);
     if let Ok(secs) = s.parse::<f64>() {
-        return (secs >= 0.0 && secs.is_finite()).then_some((secs * 1000.0).round() as i64);
+        return bounded(secs * 1000.0);
     }
     let (mut total, mut rest) = (0.0, s);
     while !rest.is_empty() {
@@ -160,8 +163,11 @@ pub fn duration_ms(s: &str) -> Option<i64> {
         total += value * scale;
         rest = &rest[unit_end..];
     }
-    Some(total.round() as i64)
+    bounded(total)
 }
+
+/// The longest duration [`duration_ms`] accepts: a year.
+pub const DURATION_MAX_MS: i64 = 365 * 24 * 3600 * 1000;
 
 /// Renders a YAML scalar the way plugin argument getters expect it.
 pub fn scalar_string(v: &Value) -> Option<String> {
@@ -181,7 +187,7 @@ impl SchedulerConfig {
 
     /// Reads a config file.
     pub fn read(path: &std::path::Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let text = crate::files::read_text(path)?;
         Self::parse(&text, &path.display().to_string())
     }
 

@@ -9,9 +9,11 @@
 pub mod cache;
 pub mod cluster;
 pub mod config;
+pub mod files;
 pub mod manifest;
 pub mod resource;
 pub mod snapshot;
 pub mod synthetic;
+pub mod text;
 pub mod tracked;
 pub mod validate;

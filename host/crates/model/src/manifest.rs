@@ -43,6 +43,23 @@ pub enum Object {
 }
 
 impl Object {
+    /// The object's kind and name (`namespace/name` when namespaced); the
+    /// scheduler config has none.
+    pub fn identity(&self) -> Option<(&'static str, String)> {
+        Some(match self {
+            Object::Node(n) => ("Node", n.name.clone()),
+            Object::Queue(q) => ("Queue", q.name.clone()),
+            Object::PodGroup(g) => ("PodGroup", g.key()),
+            Object::Pod(p) => ("Pod", p.key()),
+            Object::PriorityClass(n, _) => ("PriorityClass", n.clone()),
+            Object::Namespace(n, _) => ("Namespace", n.clone()),
+            Object::Claim(k, _) => ("PersistentVolumeClaim", k.clone()),
+            Object::Volume(n, _) => ("PersistentVolume", n.clone()),
+            Object::AttachLimits(n, _) => ("CSINode", n.clone()),
+            Object::Config(_) => return None,
+        })
+    }
+
     /// Stores an object kept under its name (priority class, namespace,
     /// claim, volume, attach limits) in `c`; any other comes back.
     pub fn keep_in(self, c: &mut Cluster) -> Option<Object> {
@@ -112,14 +129,37 @@ fn map(at: &At, v: &Value, path: &str) -> Result<BTreeMap<String, String>> {
     Ok(out)
 }
 
-fn int(at: &At, v: &Value, path: &str) -> Result<Option<i64>> {
+/// An `int64` field.
+fn int64(at: &At, v: &Value, path: &str) -> Result<Option<i64>> {
     match get(v, path) {
         None => Ok(None),
-        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| at.err(path, "expected an integer")),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| at.err(path, format!("{n} is not an integer"))),
         Some(Value::String(s)) => s.parse().map(Some).map_err(|_| at.err(path, format!("{s:?} is not an integer"))),
         Some(_) => Err(at.err(path, "expected an integer")),
     }
 }
+
+/// An `int32` field, as Kubernetes declares nearly all of them: a value out
+/// of its range is refused, never wrapped.
+fn int(at: &At, v: &Value, path: &str) -> Result<Option<i64>> {
+    let n = int64(at, v, path)?;
+    match n {
+        Some(n) if i32::try_from(n).is_err() => Err(at.err(path, format!("{n} is out of the int32 range"))),
+        _ => Ok(n),
+    }
+}
+
+/// An `int32` field that counts something: not negative.
+fn count(at: &At, v: &Value, path: &str) -> Result<Option<u32>> {
+    match int(at, v, path)? {
+        Some(n) if n < 0 => Err(at.err(path, format!("{n} is negative"))),
+        n => Ok(n.map(|n| n as u32)),
+    }
+}
+
+/// The most pods one Volcano Job may make in the simulator: a larger count
+/// is refused rather than filling memory.
+const JOB_PODS_MAX: u64 = 1_000_000;
 
 fn boolean(at: &At, v: &Value, path: &str) -> Result<Option<bool>> {
     match get(v, path) {
@@ -135,6 +175,10 @@ fn resources(at: &At, v: &Value, path: &str) -> Result<ResourceList> {
     let mut out = ResourceList::new();
     for (k, q) in map(at, v, path)? {
         let value = resource::parse_resource(&k, &q).map_err(|e| at.err(&format!("{path}.{k}"), e))?;
+        // Kubernetes refuses negative quantities; one would add room.
+        if value < 0.0 {
+            return Err(at.err(&format!("{path}.{k}"), format!("{q:?} is negative")));
+        }
         out.insert(k, value);
     }
     Ok(out)
@@ -398,7 +442,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             let mut images = Vec::new();
             for (i, im) in seq(at, v, "status.images")?.iter().enumerate() {
                 let names = seq(at, im, "names")?.iter().filter_map(crate::config::scalar_string).collect();
-                let size = int(at, im, "sizeBytes")?
+                let size = int64(at, im, "sizeBytes")?
                     .ok_or_else(|| at.err(&format!("status.images[{i}].sizeBytes"), "missing"))?;
                 images.push((names, size as f64));
             }
@@ -476,7 +520,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 namespace,
                 name,
                 queue: string(at, v, "spec.queue")?.unwrap_or_else(|| "default".into()),
-                min_member: int(at, v, "spec.minMember")?.unwrap_or(1).max(0) as u32,
+                min_member: count(at, v, "spec.minMember")?.unwrap_or(1),
                 min_task_member,
                 min_resources: get(v, "spec.minResources")
                     .map(|_| resources(at, v, "spec.minResources"))
@@ -600,19 +644,23 @@ fn vcjob(
     let mut min_task_member = BTreeMap::new();
     for (ti, task) in seq(at, v, "spec.tasks")?.iter().enumerate() {
         let tname = string(at, task, "name")?.unwrap_or_else(|| format!("default{ti}"));
-        let replicas = int(at, task, "replicas")?.unwrap_or(1).max(0);
-        if let Some(m) = int(at, task, "minAvailable")? {
-            min_task_member.insert(tname.clone(), m as u32);
+        let tat = At { origin: at.origin, object: format!("{} task {tname}", at.object) };
+        let replicas = count(&tat, task, "replicas")?.unwrap_or(1);
+        if let Some(m) = count(&tat, task, "minAvailable")? {
+            min_task_member.insert(tname.clone(), m);
+        }
+        if templates.len() as u64 + u64::from(replicas) > JOB_PODS_MAX {
+            let why = format!("the job's tasks add up to more than {JOB_PODS_MAX} pods, the simulator's limit");
+            return Err(tat.err("replicas", why));
         }
         let tpl = get(task, "template").ok_or_else(|| at.err(&format!("spec.tasks[{ti}].template"), "missing"))?;
-        let tat = At { origin: at.origin, object: format!("{} task {tname}", at.object) };
         for i in 0..replicas {
             let mut pod = Pod {
                 namespace: namespace.clone(),
                 name: format!("{name}-{tname}-{i}"),
                 group: Some(name.clone()),
                 task_spec: tname.clone(),
-                created: created + i,
+                created: created + i64::from(i),
                 ..Default::default()
             };
             pod.annotations = map(&tat, tpl, "metadata.annotations")?;
@@ -637,7 +685,7 @@ fn vcjob(
     if templates.is_empty() {
         return Err(at.err("spec.tasks", "a Volcano Job needs at least one task with replicas"));
     }
-    let min_member = int(at, v, "spec.minAvailable")?.map(|m| m as u32).unwrap_or(templates.len() as u32);
+    let min_member = count(at, v, "spec.minAvailable")?.unwrap_or(templates.len() as u32);
     let mut min_resources = ResourceList::new();
     for p in templates.iter().take(min_member as usize) {
         for (k, q) in &p.requests {
@@ -664,9 +712,25 @@ fn vcjob(
 /// Reads and parses files; a missing or unreadable file is an error naming it.
 pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Timed>> {
     let mut out = Vec::new();
+    // The same object twice at the same moment is a mistake (a later
+    // arrival replacing it is an update): first seen where.
+    let mut seen: std::collections::HashMap<(&'static str, String, u64), String> = Default::default();
     for p in paths {
-        let text = std::fs::read_to_string(p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
-        out.extend(parse(&text, &p.display().to_string())?);
+        let text = crate::files::read_text(p)?;
+        let origin = p.display().to_string();
+        for t in parse(&text, &origin)? {
+            if let Some((kind, name)) = t.object.identity() {
+                if let Some(first) = seen.insert((kind, name.clone(), t.at.to_bits()), origin.clone()) {
+                    let also = if first == origin {
+                        "earlier in the same file".to_string()
+                    } else {
+                        format!("also in {first}")
+                    };
+                    bail!("{origin}: {kind} {name}: defined twice ({also})");
+                }
+            }
+            out.push(t);
+        }
     }
     Ok(out)
 }

@@ -50,10 +50,12 @@ pub fn parse_quantity(s: &str) -> Result<f64, String> {
         _ => (num, mult),
     };
     let v: f64 = num.parse().map_err(|_| bad())?;
+    // Finite before and after the suffix ("1e300Ei" overflows).
+    let v = v * mult;
     if !v.is_finite() {
         return Err(bad());
     }
-    Ok(v * mult)
+    Ok(v)
 }
 
 /// Converts a quantity of resource `name` to Volcano's internal unit.

@@ -60,9 +60,10 @@ pub struct State {
     pub(super) names: Arc<Names>,
     pub(super) output: CappedOutput,
     logs_left: u32,
-    /// Warnings and errors already logged (by any instance): a plugin that
-    /// warns every session is shown once.
-    said: Arc<Mutex<HashSet<String>>>,
+    log_bytes_left: usize,
+    /// Hashes of the warnings and errors already logged (by any instance):
+    /// a plugin that warns every session is shown once.
+    said: Arc<Mutex<HashSet<u64>>>,
 }
 
 impl State {
@@ -72,11 +73,18 @@ impl State {
         self.names = names;
         self.output.clear();
         self.logs_left = LOG_LINES;
+        self.log_bytes_left = LOG_BYTES;
     }
 }
 
 /// Log lines a plugin may write per session.
 const LOG_LINES: u32 = 1000;
+/// Log bytes a plugin may write per session, and per line.
+const LOG_BYTES: usize = 64 << 10;
+const LOG_LINE_BYTES: usize = 1 << 10;
+/// Distinct warnings remembered; past it the memory starts over (a warning
+/// may then show again) rather than growing for ever.
+const SAID_MAX: usize = 4096;
 
 /// The sandbox's memory cap, and how much linear memory the instance has
 /// grown into (an instance that grew large is not kept for the next session).
@@ -123,15 +131,24 @@ impl tephra_contract::types::Host for State {}
 
 impl host::Host for State {
     fn log(&mut self, level: Level, message: String) {
-        // Rate-limited: a chatty plugin cannot flood the scheduler's log.
-        if self.logs_left == 0 {
+        // Rate-limited by lines and bytes: a chatty plugin cannot flood the
+        // scheduler's log, and one line cannot forge others.
+        if self.logs_left == 0 || self.log_bytes_left == 0 {
             return;
         }
         self.logs_left -= 1;
+        let message = tephra_model::text::one_line(&message, LOG_LINE_BYTES.min(self.log_bytes_left));
+        self.log_bytes_left = self.log_bytes_left.saturating_sub(message.len());
         let p = &self.plugin;
         if matches!(level, Level::Error | Level::Warn) {
-            let key = format!("{p}\0{message}");
+            let key = {
+                use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+                BuildHasherDefault::<DefaultHasher>::default().hash_one((p, &message))
+            };
             let mut said = self.said.lock().unwrap_or_else(|e| e.into_inner());
+            if said.len() >= SAID_MAX {
+                said.clear();
+            }
             if !said.insert(key) {
                 return;
             }
@@ -161,7 +178,7 @@ pub struct Runtime {
     pub(super) engine: Engine,
     pub(super) linker: Arc<Linker<State>>,
     pub(super) sandbox: Sandbox,
-    said: Arc<Mutex<HashSet<String>>>,
+    said: Arc<Mutex<HashSet<u64>>>,
     /// Compiled components by content hash: a version seen before is not
     /// compiled again (repeated swaps, rollbacks, many schedulers).
     compiled: Arc<Mutex<HashMap<String, Component>>>,
@@ -222,6 +239,7 @@ impl Runtime {
             names,
             output,
             logs_left: LOG_LINES,
+            log_bytes_left: LOG_BYTES,
             said: self.said.clone(),
         }
     }

@@ -20,6 +20,8 @@ pub struct Library {
     history: BTreeMap<String, Vec<WasmPlugin>>,
     /// Bumped by every promotion or rollback.
     pub generation: u64,
+    /// Files of the plugins directory that were not loaded, each with why.
+    pub skipped: Vec<String>,
 }
 
 impl Library {
@@ -36,28 +38,25 @@ impl Library {
             let p = WasmPlugin::load(&runtime, builtin::get(name).unwrap(), &format!("built-in {name}"))?;
             plugins.insert(name.to_string(), p);
         }
+        // One bad file is skipped with its reason, not a failed start (in a
+        // cluster that would be a crash loop of every replica).
+        let mut skipped = Vec::new();
         if let Some(dir) = dir {
             for f in wasm_files(dir)? {
-                let bytes = std::fs::read(&f).map_err(|e| anyhow!("{}: {e}", f.display()))?;
-                let p = WasmPlugin::load(&runtime, &bytes, &f.display().to_string())?;
-                let stem = f.file_stem().unwrap().to_string_lossy().to_string();
-                if p.info().name != stem {
-                    bail!(
-                        "{}: the component calls itself {:?}; name the file {}.wasm",
-                        f.display(),
-                        p.info().name,
-                        p.info().name
-                    );
+                match load_named(&runtime, &f) {
+                    Ok(p) => {
+                        plugins.insert(p.info().name.clone(), p);
+                    }
+                    Err(e) => skipped.push(format!("{e:#}")),
                 }
-                plugins.insert(stem, p);
             }
         }
-        Ok(Library { runtime, plugins, history: BTreeMap::new(), generation: 0 })
+        Ok(Library { runtime, plugins, history: BTreeMap::new(), generation: 0, skipped })
     }
 
     /// Loads one component as the live version of the plugin it names.
     pub fn load_file(&mut self, path: &Path) -> Result<String> {
-        let bytes = std::fs::read(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let bytes = tephra_model::files::read(path)?;
         let p = WasmPlugin::load(&self.runtime, &bytes, &path.display().to_string())?;
         let name = p.info().name.clone();
         self.plugins.insert(name.clone(), p);
@@ -126,6 +125,23 @@ impl Library {
         }
         (Policies::new(tiers, config.unset_is_on), missing)
     }
+}
+
+/// Loads `<name>.wasm` from a plugins directory: a component that calls
+/// itself something else is refused (a swap would replace the wrong plugin).
+pub fn load_named(runtime: &Runtime, f: &Path) -> Result<WasmPlugin> {
+    let bytes = tephra_model::files::read(f)?;
+    named(WasmPlugin::load(runtime, &bytes, &f.display().to_string())?, f)
+}
+
+/// `p`, loaded from `f`, if it calls itself what the file is named.
+pub fn named(p: WasmPlugin, f: &Path) -> Result<WasmPlugin> {
+    let stem = f.file_stem().unwrap_or_default().to_string_lossy();
+    if p.info().name != stem {
+        let name = &p.info().name;
+        bail!("{}: the component calls itself {name:?}; name the file {name}.wasm", f.display());
+    }
+    Ok(p)
 }
 
 /// `.wasm` files of a directory, sorted.

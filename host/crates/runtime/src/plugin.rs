@@ -214,6 +214,7 @@ impl Backend for WasmPlugin {
         if let Some((store, plugin)) = self.live.take() {
             let out = store.data().output.contents();
             for line in String::from_utf8_lossy(&out).lines().filter(|l| !l.trim().is_empty()) {
+                let line = tephra_model::text::one_line(line, 1 << 10);
                 tracing::info!(plugin = %self.info.name, "{line}");
             }
             // Kept unless it grew past half the cap (a plugin that leaks

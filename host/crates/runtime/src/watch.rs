@@ -1,7 +1,7 @@
 //! Watching a plugins directory: new or changed `.wasm` files are compiled
 //! on a background thread, so cycles never wait for a compile.
 
-use crate::library::wasm_files;
+use crate::library::{named, wasm_files};
 use crate::{content_hash, Runtime, WasmPlugin};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ impl Watcher {
     pub fn spawn(dir: &Path, runtime: Runtime, every: Duration) -> Result<Watcher> {
         let mut seen: BTreeMap<PathBuf, String> = BTreeMap::new();
         for f in wasm_files(dir)? {
-            if let Ok(b) = std::fs::read(&f) {
+            if let Ok(b) = tephra_model::files::read(&f) {
                 seen.insert(f, content_hash(&b));
             }
         }
@@ -37,14 +37,15 @@ impl Watcher {
             std::thread::sleep(every);
             let Ok(files) = wasm_files(&dir) else { continue };
             for f in files {
-                let Ok(bytes) = std::fs::read(&f) else { continue };
+                let Ok(bytes) = tephra_model::files::read(&f) else { continue };
                 let hash = content_hash(&bytes);
                 if seen.get(&f) == Some(&hash) {
                     continue;
                 }
                 seen.insert(f.clone(), hash);
                 let origin = f.display().to_string();
-                let plugin = WasmPlugin::load(&runtime, &bytes, &origin);
+                // The same name rule as at start-up.
+                let plugin = WasmPlugin::load(&runtime, &bytes, &origin).and_then(|p| named(p, &f));
                 if tx.send(Staged { origin, plugin }).is_err() {
                     return;
                 }

@@ -85,7 +85,7 @@ impl<D: Driver> Loop<D> {
 
     /// Reloads `path` when its content changes; a bad edit keeps the running config.
     pub fn watch_config(&mut self, path: &Path) {
-        let hash = std::fs::read(path).ok().map(|b| content_hash(&b));
+        let hash = tephra_model::files::read(path).ok().map(|b| content_hash(&b));
         self.config = Some(ConfigFile { path: path.to_path_buf(), hash });
     }
 
@@ -103,7 +103,7 @@ impl<D: Driver> Loop<D> {
             }
         }
         if let Some(c) = &mut self.config {
-            let hash = std::fs::read(&c.path).ok().map(|b| content_hash(&b));
+            let hash = tephra_model::files::read(&c.path).ok().map(|b| content_hash(&b));
             if hash != c.hash {
                 c.hash = hash;
                 match SchedulerConfig::read(&c.path) {

@@ -5,12 +5,13 @@
 //! [`Sim`] is the loop's driver; [`Simulation`] is the loop over it.
 
 use crate::report::{CycleReport, ReservationRow};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 use tephra_contract::JobPhase;
 use tephra_model::cluster::*;
 use tephra_model::manifest::{Object, Timed, DURATION};
+use tephra_model::tracked::Tracked;
 use tephra_scheduler::control::queue_rows;
 use tephra_scheduler::run::{Cycle, Driver, Loop};
 use tephra_scheduler::Scheduler;
@@ -133,6 +134,20 @@ impl Simulation {
     }
 }
 
+/// Adds `new` to `list`, each replacing the item of its key (an update):
+/// one pass however many arrive, so reading 100k pods stays linear.
+fn replace_or_add<T>(list: &mut Tracked<T>, new: Vec<T>, key: impl Fn(&T) -> String) {
+    if new.is_empty() {
+        return;
+    }
+    let incoming: HashSet<String> = new.iter().map(&key).collect();
+    // Only a real replacement touches what is there.
+    if list.iter().any(|x| incoming.contains(&key(x))) {
+        list.retain(|x| !incoming.contains(&key(x)));
+    }
+    list.extend(new);
+}
+
 impl Sim {
     /// Adds objects whose arrival time has come; returns their names.
     fn arrive(&mut self, c: &mut Cluster, names: &mut Vec<String>) {
@@ -140,27 +155,24 @@ impl Sim {
         let (due, later): (Vec<Timed>, Vec<Timed>) =
             std::mem::take(&mut self.future).into_iter().partition(|t| t.at <= now + 1e-9);
         self.future = later;
+        let (mut nodes, mut queues, mut groups, mut pods) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for t in due {
             match t.object {
                 Object::Node(n) => {
                     names.push(format!("node {}", n.name));
-                    c.nodes.retain(|x| x.name != n.name);
-                    c.nodes.push(n);
+                    nodes.push(n);
                 }
                 Object::Queue(q) => {
                     names.push(format!("queue {}", q.name));
-                    c.queues.retain(|x| x.name != q.name);
-                    c.queues.push(q);
+                    queues.push(q);
                 }
                 Object::PodGroup(g) => {
                     names.push(format!("podgroup {}", g.key()));
-                    c.podgroups.retain(|x| x.key() != g.key());
-                    c.podgroups.push(g);
+                    groups.push(g);
                 }
                 Object::Pod(p) => {
                     names.push(format!("pod {}", p.key()));
-                    c.pods.retain(|x| x.key() != p.key());
-                    c.pods.push(*p);
+                    pods.push(*p);
                 }
                 Object::Config(_) => {}
                 keyed => {
@@ -168,15 +180,24 @@ impl Sim {
                 }
             }
         }
+        replace_or_add(&mut c.nodes, nodes, |n| n.name.clone());
+        replace_or_add(&mut c.queues, queues, |q| q.name.clone());
+        replace_or_add(&mut c.podgroups, groups, PodGroup::key);
+        replace_or_add(&mut c.pods, pods, Pod::key);
     }
 
     /// Volcano's controllers: pods for admitted Jobs, PodGroups for plain pods.
     fn controllers(c: &mut Cluster) {
         let mut created = Vec::new();
-        for g in c.podgroups.iter().filter(|g| g.phase != Phase::Pending && !g.job_templates.is_empty()) {
-            for tpl in &g.job_templates {
-                if !c.pods.iter().any(|p| p.namespace == tpl.namespace && p.name == tpl.name) {
-                    created.push(tpl.clone());
+        let mut admitted = c.podgroups.iter().filter(|g| g.phase != Phase::Pending && !g.job_templates.is_empty());
+        if let Some(first) = admitted.next() {
+            let exists: HashSet<(&str, &str)> =
+                c.pods.iter().map(|p| (p.namespace.as_str(), p.name.as_str())).collect();
+            for g in std::iter::once(first).chain(admitted) {
+                for tpl in &g.job_templates {
+                    if !exists.contains(&(tpl.namespace.as_str(), tpl.name.as_str())) {
+                        created.push(tpl.clone());
+                    }
                 }
             }
         }
@@ -387,6 +408,7 @@ impl Driver for Sim {
                 };
                 r.pending.push((out.names.jobs[*j as usize].clone(), reason));
             }
+            r.pending.extend(c.dangling());
             r.pending.sort();
             r.faults = out.faults.iter().map(|f| format!("{} {}: {}", f.plugin, f.point, f.message)).collect();
             r.shadow = shadows.to_vec();

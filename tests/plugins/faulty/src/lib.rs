@@ -10,7 +10,10 @@
 //! `reject-all` (rejects every node for the reason in argument `why`: a
 //! well-formed answer),
 //! `explain-trap` (rejects every node it is asked about alone, and panics
-//! when asked why), `gate-trap` (panics at the gate named by argument
+//! when asked why), `forge` (logs a line with a forged second line and
+//! 3 × 20 MB lines, answers correctly), `huge-fault` (refuses the session
+//! with a 50 MB message of many lines), `gate-trap` (panics at the gate
+//! named by argument
 //! `gate`: `allocatable`, `job-ready`, `overused`, `enqueueable`; at every
 //! gate it otherwise says yes).
 
@@ -45,6 +48,9 @@ impl Policy for Faulty {
         if self.mode == "open-fails" {
             return Err("this plugin refuses every session".into());
         }
+        if self.mode == "huge-fault" {
+            return Err("refused\nERROR forged fault line\n".repeat(2 << 20));
+        }
         if self.mode == "leak" {
             std::mem::forget(std::hint::black_box(vec![1u8; 20 << 20]));
         }
@@ -72,6 +78,13 @@ impl Policy for Faulty {
                 for i in 0..2_000 {
                     tephra_sdk::log::warn(&format!("spam line {i}"));
                     eprintln!("{}", "x".repeat(100));
+                }
+                scores.iter_mut().zip(nodes).for_each(|(x, n)| *x = *n as f64);
+            }
+            "forge" => {
+                tephra_sdk::log::warn("looks fine\nERROR forged by a plugin");
+                for _ in 0..3 {
+                    tephra_sdk::log::info(&"y".repeat(20 << 20));
                 }
                 scores.iter_mut().zip(nodes).for_each(|(x, n)| *x = *n as f64);
             }
