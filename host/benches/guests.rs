@@ -64,6 +64,7 @@ fn measure(lib: &Library, name: &str, args: &[(&str, &str)], c: &Cluster, call: 
         tiers: vec![vec![conf]],
         action_args: Default::default(),
         unset_is_on: true,
+        limits: Default::default(),
     };
     let (mut opens, mut calls) = (Vec::new(), Vec::new());
     for _ in 0..7 {

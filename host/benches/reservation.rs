@@ -49,6 +49,7 @@ fn main() {
             tiers: vec![vec![PluginConf::new("reservation")]],
             action_args: Default::default(),
             unset_is_on: true,
+            limits: Default::default(),
         };
         let mut sched = Scheduler::new(config, &lib);
         let (mut queue_times, mut job_times) = (Vec::new(), Vec::new());

@@ -21,6 +21,7 @@ fn scheduler(sandbox: Sandbox) -> Scheduler {
         tiers: vec![vec![PluginConf::new("gang")], vec![PluginConf::new("predicates"), PluginConf::new("prefer")]],
         action_args: Default::default(),
         unset_is_on: true,
+        limits: Default::default(),
     };
     let lib = Library::load_with(None, sandbox).unwrap();
     let mut s = Scheduler::new(config, &lib);

@@ -420,7 +420,7 @@ fn config(s: &Value) -> SchedulerConfig {
         .and_then(Value::as_mapping)
         .map(|m| m.iter().map(|(k, v)| (scalar_string(k).unwrap_or_default(), smap(Some(v)))).collect())
         .unwrap_or_default();
-    SchedulerConfig { actions: strs(s.get("actions")), tiers, action_args, unset_is_on }
+    SchedulerConfig { actions: strs(s.get("actions")), tiers, action_args, unset_is_on, limits: Default::default() }
 }
 
 /// Why a scenario cannot run here, if it cannot.

@@ -178,7 +178,8 @@ struct Setup {
 
 impl Setup {
     fn scheduler(&self) -> Result<Scheduler> {
-        let mut library = Library::load(self.plugins_dir.as_deref())?;
+        let sandbox = tephra::wasm::Sandbox::configured(&self.config.limits);
+        let mut library = Library::load_with(self.plugins_dir.as_deref(), sandbox)?;
         for s in &library.skipped {
             eprintln!("error: plugin file skipped: {s}");
         }

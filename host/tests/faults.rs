@@ -36,6 +36,7 @@ fn closed_config(mode: &str) -> SchedulerConfig {
         ],
         action_args: Default::default(),
         unset_is_on: true,
+        limits: Default::default(),
     }
 }
 
@@ -280,4 +281,60 @@ fn fail_closed_rejects_while_the_plugin_is_down() {
     let text = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n    faultPolicy: closed\n";
     let e = SchedulerConfig::parse(text, "c.yaml").unwrap_err().to_string();
     assert!(e.contains("c.yaml: tiers[0].plugins[0].faultPolicy: expected skip or fail-closed"), "{e}");
+}
+
+/// Time a plugin spends waiting counts: it cannot block the host thread in a
+/// sleep (timers are ready at once), and waiting on the clock in a loop is
+/// its own code, which the call deadline stops.
+#[test]
+fn plugins_cannot_stall_a_cycle_by_waiting() {
+    let lib = library();
+    let binds =
+        |out: &tephra::session::Outcome| out.decisions.iter().filter(|d| matches!(d, Decision::Bind { .. })).count();
+    // A 25 s sleep returns at once: no fault, the cycle goes on.
+    let out = Scheduler::new(config("sleep"), &lib).cycle(&cluster(), &Default::default(), 0);
+    assert!(out.faults.is_empty(), "{:?}", out.faults);
+    assert_eq!(binds(&out), 2);
+    // A 25 s busy wait is interrupted by the 200 ms deadline.
+    let out = Scheduler::new(config("spin"), &lib).cycle(&cluster(), &Default::default(), 0);
+    let f = out.faults.iter().find(|f| f.plugin == "faulty").expect("a fault");
+    assert_eq!(f.point, "open-session");
+    assert!(f.message.contains("interrupt"), "{f:?}");
+}
+
+/// The instance made at load time (to ask `info()`) runs under the memory
+/// cap too: under a cap smaller than the component's own initial memory,
+/// loading fails instead of running unlimited.
+#[test]
+fn loading_runs_under_the_memory_cap() {
+    let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("faulty.wasm")).unwrap();
+    let tiny = Runtime::new(Sandbox { memory_bytes: 64 << 10, ..Default::default() }).unwrap();
+    let e = WasmPlugin::load(&tiny, &bytes, "faulty.wasm").err().expect("refused under a 64 KiB cap").to_string();
+    assert!(e.contains("faulty.wasm: instantiation failed") && e.contains("memory"), "{e}");
+    let roomy = Runtime::new(Sandbox { memory_bytes: 64 << 20, ..Default::default() }).unwrap();
+    assert!(WasmPlugin::load(&roomy, &bytes, "faulty.wasm").is_ok());
+}
+
+/// All instances together stay within one budget: plugins each under their
+/// own cap cannot add up past it; a dropped instance gives its memory back.
+#[test]
+fn plugins_share_one_memory_budget() {
+    let sandbox = Sandbox { memory_bytes: 64 << 20, total_memory_bytes: 56 << 20, ..Default::default() };
+    let runtime = Runtime::new(sandbox).unwrap();
+    let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("faulty.wasm")).unwrap();
+    let load = || WasmPlugin::load(&runtime, &bytes, "faulty.wasm").unwrap();
+    let (mut a, mut b, mut c) = (load(), load(), load());
+    assert_eq!(runtime.memory_held(), 0, "the load-time instances are gone");
+    let ssn = Session::open(&cluster(), Policies::new(Vec::new(), true), &Default::default(), 0, 1);
+    let leak = [("mode".to_string(), "leak".to_string())];
+    // Each leaking session holds ~21 MiB: two fit in 56 MiB, a third does not.
+    a.open_session(&ssn.snap, &ssn.names, &leak).unwrap();
+    b.open_session(&ssn.snap, &ssn.names, &leak).unwrap();
+    assert!(runtime.memory_held() > 40 << 20, "{}", runtime.memory_held());
+    let e = c.open_session(&ssn.snap, &ssn.names, &leak).unwrap_err();
+    assert!(e.contains("plugins together hold") && e.contains("56 MiB budget"), "{e}");
+    drop(a);
+    c.open_session(&ssn.snap, &ssn.names, &leak).unwrap();
+    drop((b, c));
+    assert_eq!(runtime.memory_held(), 0);
 }

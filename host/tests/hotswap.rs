@@ -23,6 +23,7 @@ fn scheduler() -> Scheduler {
         tiers: vec![vec![PluginConf::new("gang")], vec![PluginConf::new("predicates"), PluginConf::new("prefer")]],
         action_args: Default::default(),
         unset_is_on: true,
+        limits: Default::default(),
     };
     let lib = Library::load(None).unwrap();
     let mut s = Scheduler::new(config, &lib);
@@ -54,7 +55,12 @@ fn swap_every_cycle_for_100_cycles() {
     }
     assert_eq!(s.stats.cycles, 100);
     assert_eq!(s.stats.swaps, 101);
-    assert_eq!(s.library.previous("prefer").len(), 100);
+    // Earlier versions are kept for rollback up to a bound, not for ever.
+    assert_eq!(s.library.previous("prefer").len(), tephra::wasm::library::HISTORY_MAX);
+    for _ in 0..tephra::wasm::library::HISTORY_MAX {
+        s.library.rollback("prefer").unwrap();
+    }
+    assert!(s.library.rollback("prefer").is_err());
 }
 
 #[test]

@@ -1104,6 +1104,27 @@ fn racing_schedulers_never_double_bind() {
 
 /// Two replicas with leader election: one binds; when it dies, the other
 /// takes over within the lease duration and binds the rest, with no pod bound twice.
+/// Leader election with short timings (a failover in seconds).
+const LEADER_ELECT: [&str; 9] = [
+    "--leader-elect",
+    "--leader-elect-resource-namespace",
+    "tephra-system",
+    "--leader-elect-lease-duration",
+    "3s",
+    "--leader-elect-renew-deadline",
+    "2s",
+    "--leader-elect-retry-period",
+    "500ms",
+];
+
+/// A scheduler config with the queue reservation actions and plugin, and `extra` after it.
+fn reservation_config(c: &Cluster, extra: &str) -> PathBuf {
+    let conf = c.dir.join("scheduler.conf");
+    let text = "actions: \"enqueue, reserve, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: reservation\n    arguments: {maxReservedFraction: 0.7}\n- plugins:\n  - name: predicates\n";
+    std::fs::write(&conf, format!("{text}{extra}")).unwrap();
+    conf
+}
+
 #[test]
 fn leader_failover() {
     if skip() {
@@ -1113,19 +1134,7 @@ fn leader_failover() {
     c.node("n1", "32");
     let ns = "t-leader";
     namespace(&c, ns);
-    let le = [
-        "--admin",
-        "127.0.0.1:0",
-        "--leader-elect",
-        "--leader-elect-resource-namespace",
-        "tephra-system",
-        "--leader-elect-lease-duration",
-        "3s",
-        "--leader-elect-renew-deadline",
-        "2s",
-        "--leader-elect-retry-period",
-        "500ms",
-    ];
+    let le = [["--admin", "127.0.0.1:0"].as_slice(), &LEADER_ELECT].concat();
     let a = Tephra::start(&c, "replica-a", &le);
     std::thread::sleep(Duration::from_secs(2));
     let b = Tephra::start(&c, "replica-b", &le);
@@ -1235,12 +1244,7 @@ fn queue_reservation_status_and_lock() {
     c.node("n2", "2");
     let ns = "t-reserve";
     namespace(&c, ns);
-    let conf = c.dir.join("scheduler.conf");
-    std::fs::write(
-        &conf,
-        "actions: \"enqueue, reserve, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: reservation\n    arguments: {maxReservedFraction: 0.7}\n- plugins:\n  - name: predicates\n",
-    )
-    .unwrap();
+    let conf = reservation_config(&c, "");
     c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: serving}\nspec: {weight: 1, guarantee: {resource: {cpu: \"4\"}}}\n");
     let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
     let status = wait(&c, ns, 60, "serving status.reservation", || {
@@ -1313,4 +1317,110 @@ fn broken_queue_hierarchy_stops_scheduling_with_an_event() {
     wait(&c, ns, 60, "p bound once b is fixed", || (c.placements(ns)["p"] == "n1").then_some(()));
     t.assert_alive();
     assert!(t.terminate());
+}
+
+/// Seed 000's percentage and policy survive the API: in the spec with
+/// tephra's Queue CRD, and as `tephra.io/guarantee-*` annotations under a
+/// schema without them (as Volcano's own), which prunes the spec fields.
+#[test]
+fn queue_guarantee_percentage_through_the_api() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("percentage");
+    c.node("n1", "4");
+    c.node("n2", "4");
+    let conf = reservation_config(&c, "");
+    let reserved = |q: &str| {
+        wait(&c, "default", 60, &format!("{q} status.reservation"), || {
+            let v = c.json(&["get", "queue", q]);
+            v["status"]["reservation"]["nodes"].as_array().filter(|n| !n.is_empty()).map(|n| n.len())
+        })
+    };
+    let queue = |name: &str, annotations: &str| {
+        format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: {name}, annotations: {{{annotations}}}}}\nspec:\n  weight: 1\n  guarantee:\n    policy: Guaranteed\n    percentage: {{value: 0.5, dimensions: [cpu]}}\n"
+        )
+    };
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    // tephra's schema keeps the fields: half of two nodes is one node.
+    c.apply(&queue("spec", ""));
+    let kept = c.json(&["get", "queue", "spec"]);
+    assert_eq!(kept["spec"]["guarantee"]["percentage"]["value"], 0.5, "{kept}");
+    assert_eq!(reserved("spec"), 1);
+    c.kubectl(&["delete", "queue", "spec"]);
+    // A schema without them (Volcano's) prunes them; the annotations carry them.
+    let crds = std::fs::read_to_string(repo().join("deploy/10-crds.yaml")).unwrap();
+    let start = crds.find("                  # Seed 000 (tephra)").expect("the seed-000 schema lines");
+    let end = start + crds[start..].find("              reclaimable:").expect("the field after guarantee");
+    let pruning = format!("{}{}", &crds[..start], &crds[end..]);
+    assert!(!pruning.contains("Best-Effort, Guaranteed"));
+    let f = c.dir.join("pruning-crds.yaml");
+    std::fs::write(&f, pruning).unwrap();
+    c.kubectl(&["apply", "-f", f.to_str().unwrap()]);
+    // Without validation (older clients, controllers) the fields are pruned
+    // without a word; kubectl's strict validation refuses them.
+    c.try_kubectl(&["apply", "--validate=false", "-f", "-"], Some(&queue("pruned", ""))).unwrap();
+    let stored = c.json(&["get", "queue", "pruned"]);
+    assert!(stored["spec"]["guarantee"]["percentage"].is_null(), "the schema pruned it: {stored}");
+    assert!(c.try_kubectl(&["apply", "-f", "-"], Some(&queue("strict", ""))).unwrap_err().contains("unknown field"));
+    c.kubectl(&["delete", "queue", "pruned"]);
+    let notes = "tephra.io/guarantee-policy: Guaranteed, tephra.io/guarantee-percentage: '0.5', tephra.io/guarantee-percentage-dimensions: cpu";
+    let noted = queue("noted", notes);
+    let cut = noted.find("  guarantee:").unwrap();
+    c.apply(&noted[..cut]);
+    assert_eq!(reserved("noted"), 1);
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A queue's locked nodes survive the leader: the new leader adopts the
+/// `status.reservation` the last one wrote instead of choosing afresh (which
+/// here would pick the other node, where the queue's own pod runs).
+#[test]
+fn reservations_survive_leader_failover() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("adopt");
+    c.node("n1", "4");
+    c.node("n2", "4");
+    let ns = "t-adopt";
+    namespace(&c, ns);
+    let conf = reservation_config(&c, "configurations:\n- name: reserve\n  arguments: {relockPeriod: 1h}\n");
+    c.apply("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: serving}\nspec: {weight: 1, guarantee: {resource: {cpu: \"4\"}}}\n");
+    let le = [["--config", conf.to_str().unwrap()].as_slice(), &LEADER_ELECT].concat();
+    let a = Tephra::start(&c, "replica-a", &le);
+    let locked = || -> Option<Vec<String>> {
+        let v = c.json(&["get", "queue", "serving"])["status"]["reservation"]["nodes"].clone();
+        let nodes: Vec<String> = v.as_array()?.iter().filter_map(|n| n.as_str().map(String::from)).collect();
+        (!nodes.is_empty()).then_some(nodes)
+    };
+    let first = wait(&c, ns, 60, "serving's reservation", locked);
+    assert_eq!(first.len(), 1, "{first:?}");
+    let other = if first[0] == "n1" { "n2" } else { "n1" };
+    let b = Tephra::start(&c, "replica-b", &le);
+    // The queue's own pod runs on the other node: a fresh choice would now
+    // lock that one (the seed's score favours the queue's own usage).
+    c.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: own, namespace: {ns}, annotations: {{scheduling.volcano.sh/queue-name: serving}}}}\nspec:\n  schedulerName: volcano\n  nodeSelector: {{kubernetes.io/hostname: {other}}}\n  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: \"1\"}}}}}}]\n"
+    ));
+    wait(&c, ns, 60, "the queue's own pod bound", || (c.placements(ns)["own"] == other).then_some(()));
+    let holder =
+        || c.kubectl(&["get", "lease", "-n", "tephra-system", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
+    let (mut leader, mut standby, standby_name) = match holder().as_str() {
+        "replica-a" => (a, b, "replica-b"),
+        "replica-b" => (b, a, "replica-a"),
+        other => panic!("unknown lease holder {other:?}"),
+    };
+    leader.signal("KILL");
+    wait(&c, ns, 60, "the standby holds the lease", || (holder() == standby_name).then_some(()));
+    wait(&c, ns, 30, "the standby's first cycle", || standby.log().contains("acquired").then_some(()));
+    // Several cycles later the lock is where it was.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(locked(), Some(first.clone()), "{}", standby.log());
+    assert!(standby.log().contains(&format!("adopted queue serving's reservation of {}", first[0])));
+    standby.assert_alive();
+    assert!(standby.terminate());
+    let _ = leader.child.wait();
 }

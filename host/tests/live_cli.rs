@@ -262,3 +262,33 @@ fn plugin_text_is_one_bounded_line() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The config's `limits:` reach the sandbox: a plugin spending 300 ms per
+/// cycle faults under `cycleBudget: 100ms` and not under the default.
+#[test]
+fn configured_limits_apply() {
+    let dir = tmpdir("limits");
+    let conf = |limits: &str| {
+        let f = dir.join(format!("c{}.yaml", limits.len()));
+        let text = format!(
+            "actions: \"enqueue, allocate\"\n{limits}tiers:\n- plugins:\n  - name: faulty\n    faultPolicy: skip\n    arguments: {{mode: slow}}\n  - name: predicates\n"
+        );
+        std::fs::write(&f, text).unwrap();
+        f
+    };
+    let run = |c: PathBuf| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+            .current_dir(repo())
+            .args(["simulate", "--cycles", "1", "--plugins-dir", FIXTURES_DIR, "--config"])
+            .arg(c)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tight = run(conf("limits:\n  cycleBudget: 100ms\n"));
+    assert!(tight.contains("over its budget of 100ms"), "{tight}");
+    let default = run(conf(""));
+    assert!(!default.contains("over its budget"), "{default}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

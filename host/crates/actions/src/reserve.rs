@@ -134,8 +134,14 @@ fn relock_queues(ssn: &mut Session) {
             ssn.locks.queue_state[q as usize] = None;
             continue;
         }
-        let due = match &ssn.locks.queue_state[q as usize] {
-            Some((at, old, _)) => *old != spec || now - at >= period || now < *at,
+        let due = match &mut ssn.locks.queue_state[q as usize] {
+            Some((at, old, _)) => {
+                // Adopted nodes were chosen for the guarantee as it is.
+                if old == tephra_session::reservation::ADOPTED {
+                    old.clone_from(&spec);
+                }
+                *old != spec || now - *at >= period || now < *at
+            }
             None => true,
         };
         if !due {

@@ -74,6 +74,14 @@ pub struct Slot {
     updates: u64,
     /// How long its last open took: the opening queue takes the slowest first.
     last_open: std::time::Duration,
+    /// Time spent in it this session (open, events, calls), against the budget.
+    spent: std::time::Duration,
+    /// Whether it went over its budget this session.
+    over: bool,
+    /// Sessions in a row it went over its budget.
+    stalls: u32,
+    /// Sessions it still sits out, quarantined after repeated stalls.
+    quarantined: u32,
 }
 
 impl Slot {
@@ -94,6 +102,10 @@ impl Slot {
             holds: None,
             updates: 0,
             last_open,
+            spent: Default::default(),
+            over: false,
+            stalls: 0,
+            quarantined: 0,
         }
     }
 
@@ -134,7 +146,17 @@ pub struct Policies {
     /// The session's host-side task facts: a task whose pod has rules
     /// tephra does not evaluate is rejected by every node, before any plugin.
     pub extra: Option<Arc<Extra>>,
+    /// Time one plugin may spend per session (open, events, calls); past
+    /// it, it faults and sits the session out.
+    pub cycle_budget: std::time::Duration,
 }
+
+/// The default [`Policies::cycle_budget`].
+pub const CYCLE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+/// Sessions in a row over budget before a plugin is quarantined, and how
+/// many sessions it then sits out before it is tried again.
+pub const STALLS_MAX: u32 = 3;
+pub const QUARANTINE_SESSIONS: u32 = 10;
 
 /// Plugins with their place in the tiers.
 type Placed<'a> = Vec<(usize, &'a mut Slot)>;
@@ -157,7 +179,14 @@ pub const CLOSED: &str = "plugin is down after a fault and its fault policy is f
 
 impl Policies {
     pub fn new(tiers: Vec<Vec<Slot>>, unset_is_on: bool) -> Self {
-        Policies { tiers, unset_is_on, faults: Vec::new(), opened_in: Default::default(), extra: None }
+        Policies {
+            tiers,
+            unset_is_on,
+            faults: Vec::new(),
+            opened_in: Default::default(),
+            extra: None,
+            cycle_budget: CYCLE_BUDGET,
+        }
     }
 
     fn enabled(&self, slot: &Slot, point: P) -> bool {
@@ -229,11 +258,18 @@ impl Policies {
         };
         // Faults are tagged with the plugin's place in the tiers, to report
         // them in that order whichever thread met them.
+        let budget = self.cycle_budget;
         let open_all = || {
             let mut faults = Vec::new();
             while let Some((i, slot)) = next() {
                 slot.delivered = 0;
                 slot.down = false;
+                if let Some(why) = Self::quarantine(slot, budget) {
+                    let mut f = Vec::new();
+                    Self::fail_session(&mut f, slot, "open-session", why);
+                    faults.extend(f.into_iter().map(|f| (i, f)));
+                    continue;
+                }
                 let started = std::time::Instant::now();
                 // A panic (not a fault value: unreachable in practice) fails
                 // only the plugin it hit.
@@ -241,6 +277,8 @@ impl Policies {
                     .unwrap_or_else(|_| Err("the host panicked while opening it".into()));
                 slot.last_open = started.elapsed();
                 slot.busy += slot.last_open;
+                slot.spent = slot.last_open;
+                let r = r.and_then(|()| Self::within_budget(slot, budget));
                 if let Err(e) = r {
                     let mut f = Vec::new();
                     Self::fail_session(&mut f, slot, "open-session", format!("open-session failed: {e}"));
@@ -292,25 +330,66 @@ impl Policies {
         }
     }
 
+    /// Whether the slot sits this session out in quarantine (why, if so),
+    /// after [`STALLS_MAX`] sessions in a row over its budget; the count of
+    /// the last session is taken here.
+    fn quarantine(slot: &mut Slot, budget: std::time::Duration) -> Option<String> {
+        slot.stalls = if std::mem::take(&mut slot.over) { slot.stalls + 1 } else { 0 };
+        slot.spent = Default::default();
+        if slot.stalls >= STALLS_MAX {
+            slot.stalls = 0;
+            slot.quarantined = QUARANTINE_SESSIONS;
+        }
+        if slot.quarantined == 0 {
+            return None;
+        }
+        slot.quarantined -= 1;
+        Some(format!(
+            "quarantined: over its budget of {budget:?} per cycle in {STALLS_MAX} cycles in a row; it sits out {} more \
+             session(s) before it is tried again",
+            slot.quarantined
+        ))
+    }
+
+    /// An error once the slot has spent more than `budget` this session.
+    fn within_budget(slot: &mut Slot, budget: std::time::Duration) -> Result<(), String> {
+        if slot.spent <= budget {
+            return Ok(());
+        }
+        slot.over = true;
+        Err(format!("spent {:?} this cycle, over its budget of {budget:?}", slot.spent))
+    }
+
     /// Calls one plugin after delivering the events it has not seen.
-    fn ask(faults: &mut Vec<Fault>, slot: &mut Slot, events: &[Event], call: Call<'_>) -> Option<Answer> {
+    fn ask(
+        faults: &mut Vec<Fault>,
+        slot: &mut Slot,
+        events: &[Event],
+        call: Call<'_>,
+        budget: std::time::Duration,
+    ) -> Option<Answer> {
         // Busy time includes delivering events: both are the plugin's work.
         let started = std::time::Instant::now();
-        if slot.delivered < events.len() {
+        let r = if slot.delivered < events.len() {
             let r = slot.backend.on_events(&events[slot.delivered..]);
             slot.delivered = events.len();
-            if let Err(e) = r {
-                Self::fail(faults, slot, P::Events, e);
-                return None;
-            }
-        }
-        let r = slot.backend.call(call);
-        slot.calls += 1;
-        slot.busy += started.elapsed();
+            r.map_err(|e| (P::Events, e))
+        } else {
+            Ok(())
+        };
+        let r = r.and_then(|()| {
+            slot.calls += 1;
+            slot.backend.call(call).map_err(|e| (call.point(), e))
+        });
+        let took = started.elapsed();
+        slot.busy += took;
+        slot.spent += took;
+        // Over budget, even a good answer is not used: the plugin is out.
+        let r = r.and_then(|a| Self::within_budget(slot, budget).map(|()| a).map_err(|e| (call.point(), e)));
         match r {
             Ok(a) => Some(a),
-            Err(e) => {
-                Self::fail(faults, slot, call.point(), e);
+            Err((point, e)) => {
+                Self::fail(faults, slot, point, e);
                 None
             }
         }
@@ -327,13 +406,13 @@ impl Policies {
         mut f: impl FnMut(usize, &str, Reply) -> Result<bool, String>,
     ) {
         let point = call.point();
-        let unset_is_on = self.unset_is_on;
+        let (unset_is_on, budget) = (self.unset_is_on, self.cycle_budget);
         for (ti, tier) in self.tiers.iter_mut().enumerate() {
             for slot in tier.iter_mut() {
                 if !slot.implements(point, unset_is_on) {
                     continue;
                 }
-                let answer = if slot.down { None } else { Self::ask(&mut self.faults, slot, events, call) };
+                let answer = if slot.down { None } else { Self::ask(&mut self.faults, slot, events, call, budget) };
                 let go_on = match answer {
                     Some(a) => match f(ti, &slot.conf.name, Reply::Answer(a)) {
                         Err(e) => {
@@ -403,7 +482,8 @@ impl Policies {
                 continue;
             }
             let ask: Vec<u32> = idx.iter().map(|&i| nodes[i]).collect();
-            let Some(a) = Self::ask(&mut self.faults, slot, events, Call::Predicate(task, &ask)) else {
+            let Some(a) = Self::ask(&mut self.faults, slot, events, Call::Predicate(task, &ask), self.cycle_budget)
+            else {
                 if slot.closed() {
                     closed(slot, &mut out);
                 }
@@ -988,6 +1068,45 @@ mod tests {
         // Orders and scores are no gate: a down plugin is left out of them.
         let mut p = Policies::new(vec![vec![slot("t", &[P::NodeOrder], |_| Err("trap".into()))]], true);
         assert_eq!(p.node_scores(&[], 0, &[1, 2]), vec![0.0, 0.0]);
+    }
+
+    /// A plugin past its time budget in a cycle faults (failing closed);
+    /// after `STALLS_MAX` such cycles in a row it is quarantined, asked
+    /// nothing for `QUARANTINE_SESSIONS` sessions, then tried again.
+    #[test]
+    fn slow_plugins_fault_then_sit_out_in_quarantine() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let c2 = calls.clone();
+        let slow = slot("slow", &[P::JobReady], move |_| {
+            c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            Ok(Answer::Bool(true))
+        });
+        let mut p = Policies::new(vec![vec![slow]], true);
+        p.cycle_budget = std::time::Duration::from_millis(20);
+        let snap = tephra_model::snapshot::empty_snapshot(vec!["cpu".into()]);
+        let asked = || calls.load(std::sync::atomic::Ordering::SeqCst);
+        for cycle in 0..STALLS_MAX {
+            p.open(&snap, &Arc::default());
+            assert!(p.faults.is_empty(), "cycle {cycle}: {:?}", p.faults);
+            assert!(!p.all_true(&[], Call::JobReady(0)), "over budget, the gate stays shut");
+            assert!(p.faults[0].message.contains("over its budget of 20ms"), "{:?}", p.faults);
+            p.close(&[]);
+        }
+        assert_eq!(asked(), STALLS_MAX as usize);
+        for left in (0..QUARANTINE_SESSIONS).rev() {
+            p.open(&snap, &Arc::default());
+            assert!(p.faults[0].message.starts_with("quarantined"), "{:?}", p.faults);
+            assert!(p.faults[0].message.contains(&format!("sits out {left} more")), "{:?}", p.faults);
+            assert!(!p.all_true(&[], Call::JobReady(0)));
+            p.close(&[]);
+        }
+        assert_eq!(asked(), STALLS_MAX as usize, "a quarantined plugin is asked nothing");
+        // Back after its quarantine, and within budget it answers again.
+        p.cycle_budget = std::time::Duration::from_secs(10);
+        p.open(&snap, &Arc::default());
+        assert!(p.faults.is_empty(), "{:?}", p.faults);
+        assert!(p.all_true(&[], Call::JobReady(0)));
     }
 
     #[test]

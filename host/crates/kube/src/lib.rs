@@ -107,6 +107,9 @@ pub struct Kube {
     rec: events::Recorder,
     sink: sink::Sink,
     leader: bool,
+    /// Leadership was just taken: the reservations the last leader
+    /// persisted are adopted before the next cycle.
+    adopting: bool,
     api_up: bool,
     counters: Counters,
     /// Unreadable objects not reported yet (a standby reports nothing).
@@ -175,6 +178,7 @@ impl Kube {
             rec,
             sink,
             leader: false,
+            adopting: false,
             api_up: true,
             counters: Counters::default(),
             invalid: Vec::new(),
@@ -219,6 +223,7 @@ impl Driver for Kube {
             self.leader = false;
             return None;
         }
+        self.adopting |= !self.leader;
         self.leader = true;
         // While the API server is away every write would fail; wait for it
         // (the watches relist by themselves when it is back).
@@ -295,6 +300,17 @@ impl Driver for Kube {
 
     fn figures(&self) -> Vec<Figure> {
         self.counters.figures(self.leader && self.leadership.is_leader(), self.api_up)
+    }
+
+    fn adopt(&mut self, now_ms: i64) -> Option<tephra_session::reservation::Reservations> {
+        if !std::mem::take(&mut self.adopting) {
+            return None;
+        }
+        let r = self.store.persisted_reservations(now_ms);
+        for (q, lock) in &r.queues {
+            tracing::info!("adopted queue {q}'s reservation of {}", lock.nodes.join(", "));
+        }
+        Some(r)
     }
 }
 

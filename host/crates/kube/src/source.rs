@@ -940,6 +940,25 @@ impl Store {
 
     /// Forgets every assumption (on losing leadership): the cluster shows
     /// what the API server said.
+    /// The queue reservations the last leader wrote (`status.reservation.nodes`),
+    /// to be adopted at `now_ms`: a failover or a restart keeps the locked
+    /// nodes instead of choosing afresh.
+    pub fn persisted_reservations(&self, now_ms: i64) -> tephra_session::reservation::Reservations {
+        let mut r = tephra_session::reservation::Reservations::default();
+        for (queue, meta) in &self.queues {
+            let nodes: Vec<String> = meta.status["reservation"]["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str().map(String::from))
+                .collect();
+            if !nodes.is_empty() {
+                r.adopt_queue(queue, nodes, now_ms);
+            }
+        }
+        r
+    }
+
     pub fn forget_assumptions(&mut self, c: &mut Cluster) {
         let keys: Vec<String> = self
             .assumed

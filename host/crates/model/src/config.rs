@@ -136,6 +136,53 @@ pub struct SchedulerConfig {
     pub action_args: BTreeMap<String, BTreeMap<String, String>>,
     /// Config-file semantics: unset switches are on.
     pub unset_is_on: bool,
+    /// tephra's `limits:` section: the plugin sandbox's knobs.
+    pub limits: Limits,
+}
+
+/// The plugin sandbox's limits as configured (`limits:`, tephra-specific);
+/// unset ones keep their defaults (docs/operations.md).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Limits {
+    /// `callDeadline`: one call's wall-clock time, ms.
+    pub call_deadline_ms: Option<i64>,
+    /// `cycleBudget`: a plugin's time per cycle (open, events, calls), ms.
+    pub cycle_budget_ms: Option<i64>,
+    /// `memoryPerPlugin`: one instance's linear memory, bytes.
+    pub memory_per_plugin: Option<usize>,
+    /// `memoryTotal`: all instances' linear memory together, bytes.
+    pub memory_total: Option<usize>,
+}
+
+impl Limits {
+    fn parse(v: &Value, origin: &str) -> Result<Self> {
+        let m = v.as_mapping().ok_or_else(|| anyhow!("{origin}: limits: expected a mapping"))?;
+        let mut l = Limits::default();
+        for (k, v) in m {
+            let key = k.as_str().unwrap_or("?");
+            let at = format!("{origin}: limits.{key}");
+            let text = scalar_string(v).ok_or_else(|| anyhow!("{at}: expected a scalar"))?;
+            let duration = || match duration_ms(&text) {
+                Some(ms) if ms > 0 => Ok(Some(ms)),
+                _ => Err(anyhow!("{at}: {text:?} is not a positive duration of at most a year (like 2s, 500ms)")),
+            };
+            // At least 1 MiB, and less than the 4 GiB a 32-bit memory can reach.
+            let bytes = || match crate::resource::parse_quantity(&text) {
+                Ok(b) if (f64::from(1 << 20)..=4_294_967_296.0).contains(&b) => Ok(Some(b as usize)),
+                _ => Err(anyhow!("{at}: {text:?} is not a size between 1Mi and 4Gi")),
+            };
+            match key {
+                "callDeadline" => l.call_deadline_ms = duration()?,
+                "cycleBudget" => l.cycle_budget_ms = duration()?,
+                "memoryPerPlugin" => l.memory_per_plugin = bytes()?,
+                "memoryTotal" => l.memory_total = bytes()?,
+                other => bail!(
+                    "{origin}: limits: unknown field {other:?} (expected callDeadline, cycleBudget, memoryPerPlugin, memoryTotal)"
+                ),
+            }
+        }
+        Ok(l)
+    }
 }
 
 /// A duration in ms: Go-style `1h30m`, `90s`, `250ms`, or plain seconds;
@@ -197,8 +244,8 @@ impl SchedulerConfig {
         let map = doc.as_mapping().ok_or_else(|| anyhow!("{origin}: expected a mapping at the top"))?;
         for k in map.keys() {
             let k = k.as_str().unwrap_or("?");
-            if !["actions", "tiers", "configurations", "metrics"].contains(&k) {
-                bail!("{origin}: unknown field {k:?} (expected actions, tiers, configurations, metrics)");
+            if !["actions", "tiers", "configurations", "metrics", "limits"].contains(&k) {
+                bail!("{origin}: unknown field {k:?} (expected actions, tiers, configurations, metrics, limits)");
             }
         }
         let actions_text = doc
@@ -254,7 +301,8 @@ impl SchedulerConfig {
             check_action_args(name, &args).map_err(|e| anyhow!("{origin}: configurations[{ci}].arguments.{e}"))?;
             action_args.insert(name.to_string(), args);
         }
-        Ok(SchedulerConfig { actions, tiers, action_args, unset_is_on: true })
+        let limits = doc.get("limits").map(|v| Limits::parse(v, origin)).transpose()?.unwrap_or_default();
+        Ok(SchedulerConfig { actions, tiers, action_args, unset_is_on: true, limits })
     }
 
     fn plugin(p: &Value, at: &str) -> Result<PluginConf> {
@@ -344,6 +392,29 @@ configurations:
 - name: allocate
   arguments: {predicateErrorCacheEnable: true}
 "#;
+
+    #[test]
+    fn limits_are_read_and_checked() {
+        let text = "actions: allocate\nlimits:\n  callDeadline: 500ms\n  cycleBudget: 3s\n  memoryPerPlugin: 128Mi\n  memoryTotal: 1Gi\n";
+        let c = SchedulerConfig::parse(text, "c.yaml").unwrap();
+        let want = Limits {
+            call_deadline_ms: Some(500),
+            cycle_budget_ms: Some(3000),
+            memory_per_plugin: Some(128 << 20),
+            memory_total: Some(1 << 30),
+        };
+        assert_eq!(c.limits, want);
+        for (bad, msg) in [
+            ("callDeadline: NaN", "c.yaml: limits.callDeadline: \"NaN\" is not a positive duration"),
+            ("cycleBudget: 0s", "c.yaml: limits.cycleBudget: \"0s\" is not a positive duration"),
+            ("memoryPerPlugin: 8Gi", "c.yaml: limits.memoryPerPlugin: \"8Gi\" is not a size between 1Mi and 4Gi"),
+            ("memoryTotal: 12", "c.yaml: limits.memoryTotal: \"12\" is not a size between 1Mi and 4Gi"),
+            ("cpu: 1", "c.yaml: limits: unknown field \"cpu\""),
+        ] {
+            let e = SchedulerConfig::parse(&format!("actions: allocate\nlimits:\n  {bad}\n"), "c.yaml").unwrap_err();
+            assert!(e.to_string().contains(msg), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn parses_volcano_config() {

@@ -184,20 +184,64 @@ fn resources(at: &At, v: &Value, path: &str) -> Result<ResourceList> {
     Ok(out)
 }
 
+/// Seed 000's fields as annotations, for clusters whose Queue CRD (Volcano's
+/// own) has no schema for them and would prune `spec.guarantee.policy` and
+/// `spec.guarantee.percentage` (docs/reservation.md).
+pub const GUARANTEE_POLICY: &str = "tephra.io/guarantee-policy";
+pub const GUARANTEE_PERCENTAGE: &str = "tephra.io/guarantee-percentage";
+pub const GUARANTEE_DIMENSIONS: &str = "tephra.io/guarantee-percentage-dimensions";
+
+/// A seed-000 field from the spec or, when absent there, its annotation;
+/// both given and different is an error naming both.
+fn spec_or_annotation(
+    at: &At,
+    v: &Value,
+    path: &str,
+    annotations: &BTreeMap<String, String>,
+    key: &str,
+) -> Result<Option<(String, String)>> {
+    let spec = match get(v, path) {
+        None => None,
+        Some(Value::Sequence(s)) => {
+            let items: Option<Vec<String>> = s.iter().map(crate::config::scalar_string).collect();
+            Some(items.ok_or_else(|| at.err(path, "expected resource names"))?.join(","))
+        }
+        Some(x) => Some(crate::config::scalar_string(x).ok_or_else(|| at.err(path, "expected a scalar"))?),
+    };
+    let note = annotations.get(key).cloned();
+    match (spec, note) {
+        (Some(s), Some(n)) if s.replace(' ', "") != n.replace(' ', "") => {
+            Err(at.err(path, format!("{s:?} differs from annotation {key}: {n:?}")))
+        }
+        (Some(s), _) => Ok(Some((s, path.to_string()))),
+        (None, Some(n)) => Ok(Some((n, format!("metadata.annotations.{key}")))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// `spec.guarantee.policy`: whether the reservation evicts (Guaranteed).
+fn guarantee_policy(at: &At, v: &Value, annotations: &BTreeMap<String, String>) -> Result<bool> {
+    match spec_or_annotation(at, v, "spec.guarantee.policy", annotations, GUARANTEE_POLICY)? {
+        None => Ok(false),
+        Some((p, _)) if p == "Best-Effort" => Ok(false),
+        Some((p, _)) if p == "Guaranteed" => Ok(true),
+        Some((p, field)) => Err(at.err(&field, format!("{p:?} is not Best-Effort or Guaranteed"))),
+    }
+}
+
 /// `spec.guarantee.percentage {dimensions, value}`: value in [0, 1] for each
 /// listed dimension (cpu and memory when none are listed).
-fn percentage(at: &At, v: &Value) -> Result<BTreeMap<String, f64>> {
-    let path = "spec.guarantee.percentage.value";
-    let value = match get(v, path) {
-        None => return Ok(BTreeMap::new()),
-        Some(x) => crate::config::scalar_string(x).and_then(|s| s.parse::<f64>().ok()),
+fn percentage(at: &At, v: &Value, annotations: &BTreeMap<String, String>) -> Result<BTreeMap<String, f64>> {
+    let value = "spec.guarantee.percentage.value";
+    let Some((text, field)) = spec_or_annotation(at, v, value, annotations, GUARANTEE_PERCENTAGE)? else {
+        return Ok(BTreeMap::new());
     };
-    let value = value.filter(|x| (0.0..=1.0).contains(x)).ok_or_else(|| at.err(path, "expected a number in [0, 1]"))?;
-    let dims_path = "spec.guarantee.percentage.dimensions";
-    let mut dims: Vec<String> = seq(at, v, dims_path)?
-        .iter()
-        .map(|d| crate::config::scalar_string(d).ok_or_else(|| at.err(dims_path, "expected resource names")))
-        .collect::<Result<_>>()?;
+    let value = text.trim().parse::<f64>().ok().filter(|x| (0.0..=1.0).contains(x));
+    let value = value.ok_or_else(|| at.err(&field, format!("{text:?} is not a number in [0, 1]")))?;
+    let dims = "spec.guarantee.percentage.dimensions";
+    let dims = spec_or_annotation(at, v, dims, annotations, GUARANTEE_DIMENSIONS)?.map(|(d, _)| d);
+    let mut dims: Vec<String> =
+        dims.iter().flat_map(|d| d.split(',')).map(str::trim).filter(|d| !d.is_empty()).map(String::from).collect();
     if dims.is_empty() {
         dims = vec!["cpu".into(), "memory".into()];
     }
@@ -493,14 +537,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 capability: resources(at, v, "spec.capability")?,
                 deserved: resources(at, v, "spec.deserved")?,
                 guarantee: resources(at, v, "spec.guarantee.resource")?,
-                guaranteed: match string(at, v, "spec.guarantee.policy")?.as_deref() {
-                    None | Some("Best-Effort") => false,
-                    Some("Guaranteed") => true,
-                    Some(p) => {
-                        return Err(at.err("spec.guarantee.policy", format!("{p:?} is not Best-Effort or Guaranteed")))
-                    }
-                },
-                reserve_percentage: percentage(at, v)?,
+                guaranteed: guarantee_policy(at, v, &annotations)?,
+                reserve_percentage: percentage(at, v, &annotations)?,
                 annotations,
                 affinity,
                 created,
@@ -873,6 +911,37 @@ spec:
             assert!(err.starts_with(&format!("t.yaml: Pod ns/p: {field}: ")), "{err}");
             assert_eq!(err.lines().count(), 1, "{err}");
         }
+    }
+
+    /// Seed 000's policy and percentage from the spec or, where a Queue CRD
+    /// pruned them, from annotations; both given must agree.
+    #[test]
+    fn guarantee_policy_and_percentage_from_spec_or_annotations() {
+        let queue = |meta: &str, guarantee: &str| {
+            let text = format!(
+                "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: q{meta}}}\nspec: {{weight: 1, guarantee: {{{guarantee}}}}}\n"
+            );
+            parse(&text, "q.yaml").map(|mut o| match o.pop().map(|t| t.object) {
+                Some(Object::Queue(q)) => q,
+                _ => unreachable!(),
+            })
+        };
+        let spec = queue("", "policy: Guaranteed, percentage: {value: 0.3, dimensions: [cpu]}").unwrap();
+        assert!(spec.guaranteed);
+        assert_eq!(spec.reserve_percentage, [("cpu".to_string(), 0.3)].into());
+        let ann = ", annotations: {tephra.io/guarantee-policy: Guaranteed, tephra.io/guarantee-percentage: '0.3', tephra.io/guarantee-percentage-dimensions: 'cpu, nvidia.com/gpu'}";
+        let pruned = queue(ann, "resource: {cpu: '1'}").unwrap();
+        assert!(pruned.guaranteed);
+        assert_eq!(pruned.reserve_percentage, [("cpu".to_string(), 0.3), ("nvidia.com/gpu".to_string(), 0.3)].into());
+        // Agreeing is fine; disagreeing names both.
+        assert!(queue(ann, "policy: Guaranteed").unwrap().guaranteed);
+        let e = queue(ann, "policy: Best-Effort").unwrap_err().to_string();
+        assert!(e.contains("q.yaml: Queue q: spec.guarantee.policy: \"Best-Effort\" differs from annotation tephra.io/guarantee-policy: \"Guaranteed\""), "{e}");
+        let e = queue(", annotations: {tephra.io/guarantee-percentage: lots}", "").unwrap_err().to_string();
+        assert!(
+            e.contains("metadata.annotations.tephra.io/guarantee-percentage: \"lots\" is not a number in [0, 1]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,13 +4,14 @@
 use crate::output::CappedOutput;
 use anyhow::{anyhow, Result};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tephra_contract::world::host::{self, Kind, Level};
 use tephra_contract::world::Plugin;
 use tephra_model::snapshot::Names;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Config, Engine, StoreLimits, StoreLimitsBuilder};
+use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// How often the epoch advances.
@@ -23,6 +24,9 @@ pub struct Sandbox {
     pub call_deadline: Duration,
     /// Linear memory an instance may grow to.
     pub memory_bytes: usize,
+    /// Linear memory all instances together may grow to (plugins each
+    /// under their cap could otherwise add up past the container's limit).
+    pub total_memory_bytes: usize,
     /// Bytes of stdout/stderr kept per session.
     pub output_bytes: usize,
     /// Where compiled components are cached by content (none: no disk cache).
@@ -34,9 +38,23 @@ impl Default for Sandbox {
         Sandbox {
             call_deadline: Duration::from_secs(2),
             memory_bytes: 256 << 20,
+            total_memory_bytes: 1 << 30,
             output_bytes: 64 << 10,
             cache_dir: default_cache_dir(),
         }
+    }
+}
+
+impl Sandbox {
+    /// The defaults with the config's `limits:` applied.
+    pub fn configured(limits: &tephra_model::config::Limits) -> Self {
+        let mut s = Sandbox::default();
+        if let Some(ms) = limits.call_deadline_ms {
+            s.call_deadline = Duration::from_millis(ms as u64);
+        }
+        s.memory_bytes = limits.memory_per_plugin.unwrap_or(s.memory_bytes);
+        s.total_memory_bytes = limits.memory_total.unwrap_or(s.total_memory_bytes);
+        s
     }
 }
 
@@ -77,6 +95,9 @@ impl State {
     }
 }
 
+/// Compiled components remembered by content hash.
+const COMPILED_MAX: usize = 64;
+
 /// Log lines a plugin may write per session.
 const LOG_LINES: u32 = 1000;
 /// Log bytes a plugin may write per session, and per line.
@@ -91,13 +112,26 @@ const SAID_MAX: usize = 4096;
 pub(super) struct Limits {
     cap: StoreLimits,
     pub(super) grown: usize,
+    /// What all live instances hold, against `total_cap`.
+    total: Arc<AtomicUsize>,
+    total_cap: usize,
 }
 
 impl wasmtime::ResourceLimiter for Limits {
     fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
         let allowed = self.cap.memory_growing(current, desired, maximum)?;
         if allowed {
-            self.grown += desired.saturating_sub(current);
+            let more = desired.saturating_sub(current);
+            let before = self.total.fetch_add(more, Ordering::Relaxed);
+            if before + more > self.total_cap {
+                self.total.fetch_sub(more, Ordering::Relaxed);
+                let (total, cap) = (before >> 20, self.total_cap >> 20);
+                wasmtime::bail!(
+                    "plugins together hold {total} MiB; growing by {} MiB would pass their {cap} MiB budget",
+                    more >> 20
+                );
+            }
+            self.grown += more;
         }
         Ok(allowed)
     }
@@ -118,6 +152,13 @@ impl wasmtime::ResourceLimiter for Limits {
     }
     fn memories(&self) -> usize {
         self.cap.memories()
+    }
+}
+
+impl Drop for Limits {
+    /// A dropped instance gives its memory back to the budget.
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.grown, Ordering::Relaxed);
     }
 }
 
@@ -172,6 +213,33 @@ impl host::Host for State {
     }
 }
 
+/// A timer that is ready at once.
+struct Elapsed;
+
+#[wasmtime_wasi::async_trait]
+impl wasmtime_wasi::p2::Pollable for Elapsed {
+    async fn ready(&mut self) {}
+}
+
+/// Replaces the monotonic clock's timers with ones that are ready at once:
+/// a plugin cannot sleep. A host thread blocked in a sleep runs no guest
+/// code, so the epoch deadline could not interrupt it; now a plugin that
+/// waits spins in its own code, and the deadline stops it.
+fn no_blocking_sleep(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::{subscribe, DynPollable};
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance("wasi:clocks/monotonic-clock@0.2.12")?;
+    let elapsed = |mut store: wasmtime::StoreContextMut<'_, State>| -> wasmtime::Result<(Resource<DynPollable>,)> {
+        let table = &mut store.data_mut().table;
+        let timer = table.push(Elapsed)?;
+        Ok((subscribe(table, timer)?,))
+    };
+    clock.func_wrap("subscribe-duration", move |store, (_,): (u64,)| elapsed(store))?;
+    clock.func_wrap("subscribe-instant", move |store, (_,): (u64,)| elapsed(store))?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
 /// The engine and linker shared by all plugins.
 #[derive(Clone)]
 pub struct Runtime {
@@ -179,6 +247,8 @@ pub struct Runtime {
     pub(super) linker: Arc<Linker<State>>,
     pub(super) sandbox: Sandbox,
     said: Arc<Mutex<HashSet<u64>>>,
+    /// Linear memory all instances hold (the total budget's count).
+    held: Arc<AtomicUsize>,
     /// Compiled components by content hash: a version seen before is not
     /// compiled again (repeated swaps, rollbacks, many schedulers).
     compiled: Arc<Mutex<HashMap<String, Component>>>,
@@ -216,13 +286,36 @@ impl Runtime {
         })?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| anyhow!("linking WASI: {e}"))?;
+        no_blocking_sleep(&mut linker).map_err(|e| anyhow!("linking the clock: {e}"))?;
         Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
             .map_err(|e| anyhow!("linking host interface: {e}"))?;
-        Ok(Runtime { engine, linker: Arc::new(linker), sandbox, said: Arc::default(), compiled: Arc::default() })
+        Ok(Runtime {
+            engine,
+            linker: Arc::new(linker),
+            sandbox,
+            said: Arc::default(),
+            held: Arc::default(),
+            compiled: Arc::default(),
+        })
+    }
+
+    /// Bytes of linear memory all instances of this runtime hold now.
+    pub fn memory_held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// A store for one instance of `plugin`, under every limit: memory (its
+    /// own and the total), the call deadline. The only way stores are made,
+    /// so the instance made at load time is limited too.
+    pub(super) fn store(&self, plugin: &str, names: Arc<Names>) -> Store<State> {
+        let mut store = Store::new(&self.engine, self.state(plugin, names));
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(self.deadline_ticks());
+        store
     }
 
     /// Fresh state for one instance of `plugin`.
-    pub(super) fn state(&self, plugin: &str, names: Arc<Names>) -> State {
+    fn state(&self, plugin: &str, names: Arc<Names>) -> State {
         let output = CappedOutput::new(self.sandbox.output_bytes);
         let wasi = WasiCtxBuilder::new().stdout(output.clone()).stderr(output.clone()).build();
         State {
@@ -234,6 +327,8 @@ impl Runtime {
                     .trap_on_grow_failure(true)
                     .build(),
                 grown: 0,
+                total: self.held.clone(),
+                total_cap: self.sandbox.total_memory_bytes,
             },
             plugin: plugin.to_string(),
             names,
@@ -251,7 +346,14 @@ impl Runtime {
             return Ok(c.clone());
         }
         let c = Component::new(&self.engine, bytes)?;
-        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(hash.to_string(), c.clone());
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: a stream of new versions (or of rejected ones) must not
+        // grow the host for ever. Versions in use hold their own handle;
+        // forgetting costs at most a compile, or a read of the disk cache.
+        if compiled.len() >= COMPILED_MAX {
+            compiled.clear();
+        }
+        compiled.insert(hash.to_string(), c.clone());
         Ok(c)
     }
 

@@ -83,11 +83,16 @@ impl Library {
         self.history.get(name).map_or(&[], Vec::as_slice)
     }
 
-    /// Makes `plugin` the live version of its name; the replaced one is kept.
+    /// Makes `plugin` the live version of its name; the replaced one is
+    /// kept, up to [`HISTORY_MAX`] earlier versions (the oldest go).
     pub fn promote(&mut self, plugin: WasmPlugin) {
         let name = plugin.info().name.clone();
         if let Some(old) = self.plugins.insert(name.clone(), plugin) {
-            self.history.entry(name).or_default().push(old);
+            let history = self.history.entry(name).or_default();
+            history.push(old);
+            if history.len() > HISTORY_MAX {
+                history.drain(..history.len() - HISTORY_MAX);
+            }
         }
         self.generation += 1;
     }
@@ -123,7 +128,11 @@ impl Library {
             }
             tiers.push(slots);
         }
-        (Policies::new(tiers, config.unset_is_on), missing)
+        let mut policies = Policies::new(tiers, config.unset_is_on);
+        if let Some(ms) = config.limits.cycle_budget_ms {
+            policies.cycle_budget = std::time::Duration::from_millis(ms as u64);
+        }
+        (policies, missing)
     }
 }
 
@@ -143,6 +152,9 @@ pub fn named(p: WasmPlugin, f: &Path) -> Result<WasmPlugin> {
     }
     Ok(p)
 }
+
+/// Earlier versions kept per plugin for rollback.
+pub const HISTORY_MAX: usize = 8;
 
 /// `.wasm` files of a directory, sorted.
 pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {

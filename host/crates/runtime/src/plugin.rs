@@ -81,8 +81,7 @@ impl WasmPlugin {
         let pre = PluginPre::new(pre).map_err(|e| {
             anyhow!("{origin}: does not export tephra:scheduler/policy@{}: {}", tephra_contract::CONTRACT, fault(e))
         })?;
-        let mut store = Store::new(&runtime.engine, runtime.state(origin, Arc::default()));
-        store.set_epoch_deadline(runtime.deadline_ticks());
+        let mut store = runtime.store(origin, Arc::default());
         let instance =
             pre.instantiate(&mut store).map_err(|e| anyhow!("{origin}: instantiation failed: {}", fault(e)))?;
         let info = instance
@@ -179,9 +178,7 @@ impl Backend for WasmPlugin {
                 Some((store, plugin))
             }
             None => {
-                let mut store = Store::new(&self.runtime.engine, self.runtime.state(&self.info.name, names.clone()));
-                store.limiter(|s| &mut s.limits);
-                store.set_epoch_deadline(self.runtime.deadline_ticks());
+                let mut store = self.runtime.store(&self.info.name, names.clone());
                 let plugin = self.pre.instantiate(&mut store).map_err(fault)?;
                 self.instantiations += 1;
                 self.sessions = 0;

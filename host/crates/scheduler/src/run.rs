@@ -13,6 +13,7 @@ use tephra_model::cluster::Cluster;
 use tephra_model::config::SchedulerConfig;
 use tephra_runtime::content_hash;
 use tephra_runtime::watch::Watcher;
+use tephra_session::reservation::Reservations;
 use tephra_session::session::Outcome;
 
 /// One cycle's results, as a driver receives them.
@@ -50,6 +51,12 @@ pub trait Driver {
     /// The driver's own figures for the metrics.
     fn figures(&self) -> Vec<Figure> {
         Vec::new()
+    }
+
+    /// Reservations to take over before the cycle at `now_ms` (a new leader
+    /// adopting what the last one persisted); `None` keeps the scheduler's.
+    fn adopt(&mut self, _now_ms: i64) -> Option<Reservations> {
+        None
     }
 }
 
@@ -129,6 +136,9 @@ impl<D: Driver> Loop<D> {
             self.publish(false, None);
             return report;
         };
+        if let Some(r) = self.driver.adopt(now_ms) {
+            self.scheduler.reservations = r;
+        }
         let outcome = self.scheduler.cycle(&self.cluster, &Default::default(), now_ms);
         let notices = std::mem::take(&mut self.scheduler.notices);
         let shadows = std::mem::take(&mut self.scheduler.shadow_diffs);

@@ -96,6 +96,16 @@ impl Scheduler {
 
     /// Replaces the config (already validated); takes effect next cycle.
     pub fn set_config(&mut self, config: SchedulerConfig) {
+        // The cycle budget applies at once; the sandbox's own limits belong
+        // to the engine, made at start.
+        let (old, new) = (&self.config.limits, &config.limits);
+        if (old.call_deadline_ms, old.memory_per_plugin, old.memory_total)
+            != (new.call_deadline_ms, new.memory_per_plugin, new.memory_total)
+        {
+            self.notices.push(
+                "limits.callDeadline, memoryPerPlugin and memoryTotal changed: they apply at the next start".into(),
+            );
+        }
         self.config = config;
         self.built_for = u64::MAX;
     }

@@ -19,6 +19,20 @@ pub struct Reservations {
     pub queues: BTreeMap<String, QueueLock>,
 }
 
+/// The guarantee fingerprint of a lock adopted from the API (a new leader,
+/// a restart): taken to be the queue's current guarantee, so the nodes are
+/// kept until the next relock is due.
+pub const ADOPTED: &str = "adopted";
+
+impl Reservations {
+    /// Adopts `nodes` as `queue`'s lock, chosen at `now_ms` (its
+    /// `status.reservation`, written by the last leader).
+    pub fn adopt_queue(&mut self, queue: &str, nodes: Vec<String>, now_ms: i64) {
+        let lock = QueueLock { nodes, relocked_ms: now_ms, spec: ADOPTED.into(), refused: None };
+        self.queues.insert(queue.to_string(), lock);
+    }
+}
+
 /// A queue's reservation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct QueueLock {

@@ -10,7 +10,10 @@
 //! `reject-all` (rejects every node for the reason in argument `why`: a
 //! well-formed answer),
 //! `explain-trap` (rejects every node it is asked about alone, and panics
-//! when asked why), `forge` (logs a line with a forged second line and
+//! when asked why), `sleep` (sleeps 25 s when a session opens, then answers
+//! correctly), `spin` (waits 25 s on the clock in a loop when a session
+//! opens), `slow` (spins 300 ms when a session opens, then answers
+//! correctly), `forge` (logs a line with a forged second line and
 //! 3 × 20 MB lines, answers correctly), `huge-fault` (refuses the session
 //! with a 50 MB message of many lines), `gate-trap` (panics at the gate
 //! named by argument
@@ -47,6 +50,17 @@ impl Policy for Faulty {
         self.gate = args.get("gate").unwrap_or_default().to_string();
         if self.mode == "open-fails" {
             return Err("this plugin refuses every session".into());
+        }
+        if self.mode == "sleep" {
+            std::thread::sleep(std::time::Duration::from_secs(25));
+        }
+        if self.mode == "slow" {
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_millis(300) {}
+        }
+        if self.mode == "spin" {
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_secs(25) {}
         }
         if self.mode == "huge-fault" {
             return Err("refused\nERROR forged fault line\n".repeat(2 << 20));
