@@ -487,9 +487,35 @@ fn skip_reason(s: &Value, lib: &Library) -> Option<String> {
     None
 }
 
+/// Keys whose values must be integers wherever they appear in a scenario.
+const INT_KEYS: [&str; 5] = ["bind_count", "evict_count", "pipelined_count", "skip", "min_member"];
+
+/// The first integer key in `v` whose value is not an integer: the runner
+/// would otherwise read it as absent and check nothing.
+fn bad_int(v: &Value, path: &str) -> Option<String> {
+    match v {
+        Value::Mapping(m) => m.iter().find_map(|(k, x)| {
+            let k = scalar_string(k).unwrap_or_default();
+            let here = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+            if INT_KEYS.contains(&k.as_str()) && !x.is_null() && int(Some(x)).is_none() {
+                return Some(format!(
+                    "{here}: {} is not an integer",
+                    scalar_string(x).unwrap_or_else(|| "a non-scalar".into())
+                ));
+            }
+            bad_int(x, &here)
+        }),
+        Value::Sequence(s) => s.iter().enumerate().find_map(|(i, x)| bad_int(x, &format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
 /// Runs one scenario.
 pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> ScenarioResult {
     let name = s.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+    if let Some(why) = bad_int(s, "") {
+        return ScenarioResult { name, verdict: Verdict::Fail(format!("error: {why}")) };
+    }
     let verdict = match skip_reason(s, lib) {
         Some(why) => Verdict::Skip(why),
         None => match check(s, lib, &format!("{origin}: scenario {name}")) {

@@ -411,8 +411,12 @@ fn conformance_run(files: Vec<PathBuf>, plugins_dir: Option<PathBuf>) -> Result<
         }
     }
     text += &format!("{pass} passed, {fail} failed, {skip} skipped\n");
+    // Nothing run is nothing proven: a run that only skipped fails.
+    if pass + fail == 0 {
+        text += "FAIL: no scenario ran\n";
+    }
     emit(&text);
-    Ok(fail == 0)
+    Ok(fail == 0 && pass > 0)
 }
 
 fn check(file: PathBuf) -> Result<()> {

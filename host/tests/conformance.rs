@@ -175,4 +175,28 @@ expect: {expect}
         Verdict::Skip(why) => assert!(why.contains("node_temperature"), "{why}"),
         other => panic!("expected a skip, got {other:?}"),
     }
+    // The runner is strict about its own input: a count that is not a
+    // number fails rather than checking nothing.
+    match scenario("{bind_count: abc}", "predicates") {
+        Verdict::Fail(why) => assert!(why.contains("expect.bind_count: abc is not an integer"), "{why}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// `tephra conformance` fails when no scenario ran (all skipped).
+#[test]
+fn a_run_that_only_skips_fails() {
+    let dir = std::env::temp_dir().join(format!("tephra-skips-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("skips.yaml");
+    std::fs::write(
+        &f,
+        "scenarios:\n- name: s\n  actions: [allocate]\n  plugins: [[no-such-plugin]]\n  nodes: []\n  expect: {bind_count: 0}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tephra")).arg("conformance").arg(&f).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("0 passed, 0 failed, 1 skipped") && text.contains("FAIL: no scenario ran"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
