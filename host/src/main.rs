@@ -249,7 +249,10 @@ fn serve(s: Serve) -> Result<()> {
         kubeconfig: s.kubeconfig,
         scheduler_name: s.scheduler_name,
         period: s.period,
-        leader_elect: s.leader_elect.then_some((s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
+        leader_elect: s
+            .leader_elect
+            .then(|| (s.leader_elect_resource_namespace.clone(), s.leader_elect_resource_name.clone())),
+        presence: (!s.leader_elect).then_some((s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
         lease: tephra::k8s::leader::Timing {
             duration: s.leader_elect_lease_duration,
             renew_deadline: s.leader_elect_renew_deadline,

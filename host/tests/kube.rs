@@ -1424,3 +1424,32 @@ fn reservations_survive_leader_failover() {
     assert!(standby.terminate());
     let _ = leader.child.wait();
 }
+
+/// Two replicas without `--leader-elect` would both schedule: each sees the
+/// other on the announcement Lease and says so loudly; one alone does not.
+#[test]
+fn a_second_unelected_replica_is_reported() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("twins");
+    c.node("n1", "4");
+    let args = ["--leader-elect-resource-namespace", "tephra-system", "--leader-elect-retry-period", "500ms"];
+    let mut a = Tephra::start(&c, "twin-a", &args);
+    let said = "is active without leader election beside this one";
+    wait(&c, "default", 30, "twin-a's announcement", || {
+        let lease = c.try_kubectl(&["get", "lease", "-n", "tephra-system", "tephra-unelected"], None).ok()?;
+        lease.contains("twin-a").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!a.log().contains(said), "alone, nothing to report:\n{}", a.log());
+    let mut b = Tephra::start(&c, "twin-b", &args);
+    wait(&c, "default", 30, "both replicas report the other", || {
+        (a.log().contains("another tephra replica (twin-b)") && b.log().contains("another tephra replica (twin-a)"))
+            .then_some(())
+    });
+    assert!(a.log().contains(said));
+    a.assert_alive();
+    b.assert_alive();
+    assert!(a.terminate() && b.terminate());
+}

@@ -223,3 +223,86 @@ impl Elector {
         self.release().await;
     }
 }
+
+/// A replica running without leader election announces itself on a Lease of
+/// its own (`<name>-unelected`) and watches it and the election's Lease:
+/// another active replica, elected or not, would schedule the same pods and
+/// double-book nodes, so it is reported loudly every time it is seen.
+pub struct Presence {
+    api: Api<Lease>,
+    name: String,
+    elected: String,
+    identity: String,
+    timing: Timing,
+}
+
+impl Presence {
+    pub fn new(client: Client, namespace: &str, name: &str, identity: &str, timing: Timing) -> Self {
+        Presence {
+            api: Api::namespaced(client, namespace),
+            name: format!("{name}-unelected"),
+            elected: name.into(),
+            identity: identity.into(),
+            timing,
+        }
+    }
+
+    /// The other holder of `lease`, if it renewed within a lease duration.
+    async fn other(&self, lease: &str) -> Option<String> {
+        let spec = self.api.get_opt(lease).await.ok()??.spec?;
+        let holder = spec.holder_identity.filter(|h| !h.is_empty() && *h != self.identity)?;
+        let renewed = spec.renew_time?.0;
+        let age = Timestamp::now().duration_since(renewed);
+        let fresh = age.as_secs_f64() < self.timing.duration.as_secs_f64().max(1.0);
+        fresh.then_some(holder)
+    }
+
+    /// One round: report others, then announce this replica.
+    pub async fn try_once(&mut self) {
+        for (lease, how) in [(&self.name, "without leader election"), (&self.elected, "as the elected leader")] {
+            if let Some(other) = self.other(lease).await {
+                tracing::error!(
+                    "another tephra replica ({other}) is active {how} beside this one ({}), which runs without \
+                     --leader-elect: both schedule the same pods and can double-book nodes; run every replica \
+                     with --leader-elect",
+                    self.identity
+                );
+            }
+        }
+        let spec = LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: Some(self.timing.duration.as_secs() as i32),
+            renew_time: Some(now()),
+            ..Default::default()
+        };
+        let lease =
+            Lease { metadata: ObjectMeta { name: Some(self.name.clone()), ..Default::default() }, spec: Some(spec) };
+        // Last writer wins: two replicas alternate, and each sees the other.
+        let r = match self.api.get_opt(&self.name).await {
+            Ok(Some(old)) => {
+                let mut l = lease;
+                l.metadata.resource_version = old.metadata.resource_version;
+                self.api.replace(&self.name, &PostParams::default(), &l).await.map(drop)
+            }
+            Ok(None) => self.api.create(&PostParams::default(), &lease).await.map(drop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            tracing::debug!("announcing on lease {}: {e}", self.name);
+        }
+    }
+
+    /// Announces and watches until `stop` turns true.
+    pub async fn run(mut self, mut stop: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            self.try_once().await;
+            tokio::select! {
+                _ = tokio::time::sleep(self.timing.retry) => {}
+                _ = stop.changed() => break,
+            }
+            if *stop.borrow() {
+                break;
+            }
+        }
+    }
+}

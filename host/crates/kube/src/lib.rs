@@ -35,6 +35,9 @@ pub struct Options {
     pub period: Duration,
     /// Campaign for a Lease (namespace, name) before scheduling.
     pub leader_elect: Option<(String, String)>,
+    /// Without leader election: the Lease (namespace, name) this replica
+    /// announces itself on, to see another active one.
+    pub presence: Option<(String, String)>,
     pub lease: leader::Timing,
     /// This replica's name in the Lease (the pod name in a Deployment).
     pub identity: String,
@@ -139,7 +142,13 @@ impl Kube {
                 let l = e.leadership();
                 (l, Some(rt.spawn(e.run(stop.clone()))))
             }
-            None => (leader::Leadership::always(), None),
+            None => {
+                if let Some((ns, name)) = &opts.presence {
+                    let p = leader::Presence::new(client.clone(), ns, name, &opts.identity, opts.lease);
+                    rt.spawn(p.run(stop.clone()));
+                }
+                (leader::Leadership::always(), None)
+            }
         };
         let mut watches = source::Watches::start(&client, &opts.scheduler_name);
         let writer = controller::Writer::start(client.clone());
