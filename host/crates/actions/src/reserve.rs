@@ -4,8 +4,9 @@
 //! where a reservation asks for it. Placement honours the locks everywhere
 //! ([`Session::lock_blocks`]).
 
-use super::victims::candidate_nodes;
+use super::victims::{candidate_nodes, tasks_on, victim_order};
 use tephra_contract::{JobPhase, LockOwner, TaskStatus};
+use tephra_dispatch::backend::Call;
 use tephra_session::session::{Session, NONE};
 use tephra_session::statement::Statement;
 
@@ -186,25 +187,54 @@ fn guarantee_spec(ssn: &Session, q: u32) -> String {
     out
 }
 
-/// `Guaranteed` queues take their nodes back: other queues' running tasks
-/// on them are evicted.
+/// `Guaranteed` queues take their nodes back, for pending demand only and
+/// by reclaim's rules: other queues' running tasks on the locked nodes are
+/// the candidates (preemptable, in a reclaimable queue), the plugins' vote
+/// on `reclaimable` for the queue's first pending task picks the victims
+/// (gang minimums, priorities, critical pods), in victim order; the
+/// Kubernetes driver evicts through the Eviction API (PodDisruptionBudgets).
 fn evict_for_guaranteed(ssn: &mut Session) {
     let mut stmt = Statement::new();
-    for t in 0..ssn.tasks() as u32 {
-        let n = ssn.snap.task_node[t as usize];
-        if n == NONE || !matches!(ssn.task_status(t), TaskStatus::Running | TaskStatus::Bound) {
+    for lq in 0..ssn.queues() as u32 {
+        if !ssn.snap.queue_guaranteed[lq as usize] {
             continue;
         }
-        let lq = ssn.snap.node_locked_queue[n as usize];
-        if lq == NONE || !ssn.snap.queue_guaranteed[lq as usize] || ssn.queue_within(ssn.job_queue(ssn.task_job(t)), lq)
-        {
+        let locked: Vec<u32> =
+            (0..ssn.nodes() as u32).filter(|&n| ssn.snap.node_locked_queue[n as usize] == lq).collect();
+        if locked.is_empty() {
             continue;
         }
-        if !ssn.snap.task_preemptable[t as usize] {
+        // The demand: a pending task of the queue or of a queue under it.
+        let claimant = (0..ssn.tasks() as u32).find(|&t| {
+            ssn.task_status(t) == TaskStatus::Pending && ssn.queue_within(ssn.job_queue(ssn.task_job(t)), lq)
+        });
+        let Some(claimant) = claimant else { continue };
+        let mut candidates = Vec::new();
+        for &n in &locked {
+            for v in tasks_on(ssn, n, &[TaskStatus::Running, TaskStatus::Bound]) {
+                let vq = ssn.job_queue(ssn.task_job(v));
+                if !ssn.queue_within(vq, lq)
+                    && ssn.snap.task_preemptable[v as usize]
+                    && ssn.snap.queue_reclaimable[vq as usize]
+                {
+                    candidates.push(v);
+                }
+            }
+        }
+        if candidates.is_empty() {
             continue;
         }
-        let why = format!("reserve: node reserved for queue {} (Guaranteed)", ssn.names.queues[lq as usize]);
-        stmt.evict(ssn, t, &why);
+        let ordered = victim_order(ssn, claimant, &candidates);
+        let call = Call::Reclaimable(claimant, &ordered);
+        let Some((victims, voters)) = ssn.policies.victims(&ssn.events, call, &ordered) else { continue };
+        let why = format!(
+            "reserve: node reserved for queue {} (Guaranteed; victims voted by {})",
+            ssn.names.queues[lq as usize],
+            voters.join(", ")
+        );
+        for v in victims {
+            stmt.evict(ssn, v, &why);
+        }
     }
     stmt.commit(ssn);
 }

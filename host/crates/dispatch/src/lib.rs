@@ -3,4 +3,5 @@
 //! Volcano's rules ([`policy`]).
 
 pub mod backend;
+pub mod fuzzing;
 pub mod policy;

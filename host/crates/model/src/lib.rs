@@ -10,6 +10,7 @@ pub mod cache;
 pub mod cluster;
 pub mod config;
 pub mod files;
+pub mod fuzzing;
 pub mod manifest;
 pub mod resource;
 pub mod snapshot;
