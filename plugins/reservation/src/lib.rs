@@ -10,14 +10,19 @@
 //!   or NoExecute taint, are never chosen.
 //! - **Big jobs** (seed 001): `target-job` elects, among waiting jobs that
 //!   pass the thresholds (`bigJobMinRequest`, `bigJobMinWaiting`; none set:
-//!   every job), the highest priority, then the longest waiting. Its nodes
+//!   every job), the highest priority, then the one above the size line
+//!   most (its request over `bigJobMinRequest`, largest ratio), then the
+//!   longest waiting. Its nodes
 //!   are the fewest, in order of when they free up (nodes by the time their
 //!   last running task ends, from `tephra.io/estimated-running-duration`;
 //!   unknown ends last; then the most idle first), whose total covers what
 //!   the job still needs; a node too small for its largest task is never
-//!   chosen. The target is admitted by enqueue (`job-enqueueable` Permit).
-//!   With `evictOverdue: true`, tasks running past their estimate on its
-//!   nodes are evicted. `lockStrategy: one-per-cycle` reproduces Volcano
+//!   chosen. Big jobs together may lock at most `maxJobLockedFraction` of
+//!   the cluster in any dimension (default 1, no cap, as in Volcano; set it
+//!   so that one huge job cannot lock most of the cluster). The target is
+//!   admitted by enqueue (`job-enqueueable` Permit). With
+//!   `evictOverdue: true`, tasks running past their estimate on its nodes
+//!   are evicted. `lockStrategy: one-per-cycle` reproduces Volcano
 //!   v1.1 instead (one more node, the most idle, per cycle).
 
 pub mod select;
@@ -35,6 +40,8 @@ pub struct Reservation {
     evict_overdue: bool,
     one_per_cycle: bool,
     cap: f64,
+    /// `maxJobLockedFraction`: what big-job locks may hold together.
+    job_cap: f64,
     exact_limit: usize,
     budget: usize,
     /// Nodes held by queues and by big jobs, updated with this session's
@@ -63,6 +70,10 @@ impl Policy for Reservation {
         if !(0.0..=1.0).contains(&self.cap) {
             return Err(format!("argument maxReservedFraction: {} is not in [0, 1]", self.cap));
         }
+        self.job_cap = args.f64("maxJobLockedFraction", 1.0)?;
+        if !(0.0..=1.0).contains(&self.job_cap) {
+            return Err(format!("argument maxJobLockedFraction: {} is not in [0, 1]", self.job_cap));
+        }
         self.exact_limit = args.f64("exactLimit", 16.0)?.clamp(0.0, 24.0) as usize;
         self.budget = args.f64("searchBudget", 20_000.0)?.max(1.0) as usize;
         self.queue_locks = s.snap.node_locked_queue.clone();
@@ -70,12 +81,13 @@ impl Policy for Reservation {
         Ok(())
     }
 
-    /// The highest priority, then the longest waiting, among jobs past a threshold.
+    /// The highest priority, then the one above the size line most, then
+    /// the longest waiting, among jobs past a threshold.
     fn target_job(&mut self, s: &Session, jobs: &[u32]) -> Option<u32> {
-        jobs.iter()
-            .copied()
-            .filter(|&j| self.is_big(s, j))
-            .min_by_key(|&j| (-s.snap.job_priority[j as usize], s.snap.job_created_ms[j as usize], j))
+        let key = |j: u32| (-s.snap.job_priority[j as usize], -self.margin(s, j), s.snap.job_created_ms[j as usize], j);
+        let mut big: Vec<(i32, f64, i64, u32)> = jobs.iter().copied().filter(|&j| self.is_big(s, j)).map(key).collect();
+        big.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)));
+        big.first().map(|k| k.3)
     }
 
     fn job_enqueueable(&mut self, s: &Session, job: u32) -> Vote {
@@ -123,6 +135,13 @@ impl Policy for Reservation {
 }
 
 impl Reservation {
+    /// How far the job is above the size line: its largest request over
+    /// the threshold, as a ratio (0 without a size threshold).
+    fn margin(&self, s: &Session, j: u32) -> f64 {
+        let req = job_request(s, j);
+        self.min_request.iter().filter(|(_, v)| *v > 0.0).map(|&(d, v)| req[d] / v).fold(0.0, f64::max)
+    }
+
     fn is_big(&self, s: &Session, j: u32) -> bool {
         if self.min_request.is_empty() && self.min_waiting_ms.is_none() {
             return true;
@@ -149,6 +168,7 @@ impl Reservation {
                 .filter(|n| !mine.contains(n))
                 .max_by(|&a, &b| idle_share(s, a).total_cmp(&idle_share(s, b)).then(b.cmp(&a)));
             mine.extend(next);
+            self.within_job_cap(s, j, &mine)?;
             return Ok(mine);
         }
         if covers(s, &mine, &need) {
@@ -186,7 +206,31 @@ impl Reservation {
             }
         }
         chosen.sort_unstable();
+        self.within_job_cap(s, j, &chosen)?;
         Ok(chosen)
+    }
+
+    /// Refuses `chosen` for job `j` when big-job locks would then hold more
+    /// than `maxJobLockedFraction` of the cluster in some dimension.
+    fn within_job_cap(&self, s: &Session, j: u32, chosen: &[u32]) -> Result<(), String> {
+        let others: Vec<u32> = (0..s.nodes() as u32)
+            .filter(|&n| {
+                let l = self.job_locks[n as usize];
+                l != NONE && l != j && !chosen.contains(&n)
+            })
+            .collect();
+        let held = sum_alloc(s, &[others.as_slice(), chosen].concat());
+        let total = s.total();
+        let over = (0..s.dims()).find(|&k| s.snap.dims[k] != "pods" && held[k] > self.job_cap * total[k] + 1e-9);
+        match over {
+            None => Ok(()),
+            Some(k) => Err(format!(
+                "big-job locks would hold {} of the cluster's {}, above maxJobLockedFraction {}",
+                amount(s, k, held[k]),
+                amount(s, k, total[k]),
+                self.job_cap
+            )),
+        }
     }
 
     fn for_queue(&self, s: &Session, q: u32, candidates: &[u32]) -> Result<Vec<u32>, String> {

@@ -24,39 +24,80 @@ pub fn elect(ssn: &mut Session) {
             ssn.release_target(j);
         }
     }
-    let slots = arg(ssn, "elect", "targets").and_then(|s| s.parse::<usize>().ok()).unwrap_or(1);
-    while ssn.snap.reservation_targets.len() < slots {
-        let candidates: Vec<u32> =
-            (0..ssn.jobs() as u32).filter(|&j| waiting(ssn, j) && !ssn.snap.reservation_targets.contains(&j)).collect();
-        match ssn.policies.target_job(&ssn.events, &candidates) {
-            Some(j) if !candidates.is_empty() => ssn.snap.reservation_targets.push(j),
-            _ => break,
+    while ssn.snap.reservation_targets.len() < slots(ssn) {
+        if elect_one(ssn, &[]).is_none() {
+            break;
         }
     }
 }
+
+/// Free target slots: argument `targets` of `elect`, default 1.
+fn slots(ssn: &Session) -> usize {
+    arg(ssn, "elect", "targets").and_then(|s| s.parse::<usize>().ok()).unwrap_or(1)
+}
+
+/// Elects one more target among the waiting jobs, `except` these.
+fn elect_one(ssn: &mut Session, except: &[u32]) -> Option<u32> {
+    let candidates: Vec<u32> = (0..ssn.jobs() as u32)
+        .filter(|&j| waiting(ssn, j) && !ssn.snap.reservation_targets.contains(&j) && !except.contains(&j))
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let j = ssn.policies.target_job(&ssn.events, &candidates)?;
+    ssn.snap.reservation_targets.push(j);
+    Some(j)
+}
+
+/// Refused targets a cycle replaces at most: each costs the policy a search.
+const REELECT_MAX: usize = 8;
 
 /// reserve: locks nodes for each target that is still not placed and, every
 /// `relockPeriod` (default 5 s) or when a guarantee changes, for each queue
 /// with a guarantee; then evicts where a reservation demands it.
 pub fn reserve(ssn: &mut Session) {
+    let mut refused = Vec::new();
     for j in ssn.snap.reservation_targets.clone() {
         if !waiting(ssn, j) {
             ssn.release_target(j);
             continue;
         }
-        let candidates = job_candidates(ssn, j);
-        match ssn.policies.reserved_nodes(&ssn.events, LockOwner::Job(j), &candidates) {
-            Some(Ok(nodes)) => ssn.lock_for_job(j, &nodes),
-            Some(Err(reason)) => {
-                ssn.note_job(j, format!("reservation refused: {reason}"));
-                ssn.release_target(j);
-            }
-            None => ssn.release_target(j),
+        if !lock_for_target(ssn, j) {
+            refused.push(j);
+        }
+    }
+    // A refused target leaves its slot to the next big job this very cycle:
+    // a first choice that cannot be satisfied must not starve every other.
+    while !refused.is_empty() && refused.len() <= REELECT_MAX && ssn.snap.reservation_targets.len() < slots(ssn) {
+        let Some(j) = elect_one(ssn, &refused) else { break };
+        if !lock_for_target(ssn, j) {
+            refused.push(j);
         }
     }
     evict_overdue(ssn);
     relock_queues(ssn);
     evict_for_guaranteed(ssn);
+}
+
+/// Locks nodes for target `j`; on a refusal the target is released with the
+/// reason noted, and `false` returned.
+fn lock_for_target(ssn: &mut Session, j: u32) -> bool {
+    let candidates = job_candidates(ssn, j);
+    match ssn.policies.reserved_nodes(&ssn.events, LockOwner::Job(j), &candidates) {
+        Some(Ok(nodes)) => {
+            ssn.lock_for_job(j, &nodes);
+            true
+        }
+        Some(Err(reason)) => {
+            ssn.note_job(j, format!("reservation refused: {reason}"));
+            ssn.release_target(j);
+            false
+        }
+        None => {
+            ssn.release_target(j);
+            false
+        }
+    }
 }
 
 /// Jobs that can be reservation targets: not admitted yet (a Volcano Job
