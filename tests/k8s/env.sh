@@ -418,23 +418,30 @@ cmd_start() {
 
 # Stops kube-apiserver and starts it again with the same flags (same port,
 # same etcd, same certificates): clients see the connection drop and come back.
-cmd_restart_apiserver() {
-    [[ $# -eq 1 ]] || die "usage: env.sh restart-apiserver DIR"
-    local dir pid args=()
-    dir="$(cd "$1" && pwd)"
-    pid="$(live_pid "$dir" kube-apiserver)" || die "no kube-apiserver running in $dir"
+# restart COMPONENT DIR [DOWN_SECONDS]: stops etcd or kube-apiserver, keeps it
+# down that long (default 0), starts it with the same command line and waits
+# until the API server is ready again (for the chaos tests).
+cmd_restart() {
+    [[ $# -ge 2 && $# -le 3 ]] || die "usage: env.sh restart etcd|kube-apiserver DIR [DOWN_SECONDS]"
+    local name="$1" down="${3:-0}" dir pid args=()
+    [[ "$name" == etcd || "$name" == kube-apiserver ]] || die "restart: $name is not etcd or kube-apiserver"
+    [[ "$down" =~ ^[0-9]+$ ]] || die "restart: DOWN_SECONDS $down is not a whole number"
+    dir="$(cd "$2" && pwd)"
+    pid="$(live_pid "$dir" "$name")" || die "no $name running in $dir"
     mapfile -d '' -t args < "/proc/$pid/cmdline"
-    stop_one "$dir" kube-apiserver
-    spawn "$dir" kube-apiserver "${args[@]}"
+    stop_one "$dir" "$name"
+    sleep "$down"
+    spawn "$dir" "$name" "${args[@]}"
     wait_ready "$dir" || die "restart failed; logs in $dir"
-    log "kube-apiserver restarted"
+    log "$name restarted after ${down}s down"
 }
 
 case "${1:-}" in
     install) shift; [[ $# -eq 0 ]] || die "usage: env.sh install"; cmd_install ;;
     start) shift; cmd_start "$@" ;;
     stop) shift; cmd_stop "$@" ;;
-    restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
+    restart-apiserver) shift; cmd_restart kube-apiserver "$@" ;;
+    restart) shift; cmd_restart "$@" ;;
     bindir) echo "$BIN" ;;
-    *) die "usage: env.sh install | start DIR | stop DIR | restart-apiserver DIR | bindir" ;;
+    *) die "usage: env.sh install | start DIR | stop DIR | restart-apiserver DIR | restart etcd|kube-apiserver DIR [DOWN_SECONDS] | bindir" ;;
 esac
