@@ -550,6 +550,13 @@ spec:
     let events = c.events(ns, "FailedScheduling");
     assert!(events.iter().any(|(o, m)| o == "apart" && m.contains(field)), "{events:?}");
     assert_eq!(c.placements(ns)["apart"], "");
+    // A pod whose PodGroup does not exist waits with that said, as in the simulator's report.
+    c.apply(&pod(ns, "orphan", "1", Some("nogroup"), ""));
+    let why = format!("its PodGroup {ns}/nogroup does not exist");
+    wait(&c, ns, 30, "orphan's FailedScheduling event", || {
+        c.events(ns, "FailedScheduling").iter().any(|(o, m)| o == "orphan" && *m == why).then_some(())
+    });
+    assert_eq!(c.placements(ns)["orphan"], "");
     t.assert_alive();
     assert!(t.terminate());
 }

@@ -211,14 +211,14 @@ impl Policies {
     }
 
     fn fail(faults: &mut Vec<Fault>, slot: &mut Slot, point: P, message: String) {
-        let message = one_line(&message, MESSAGE_BYTES);
+        let message = one_line(&message, MESSAGE_BYTES).into_owned();
         tracing::warn!(plugin = %slot.conf.name, point = point_name(point), "plugin fault: {message}");
         faults.push(Fault { plugin: slot.conf.name.clone(), point: point_name(point).into(), message });
         slot.down = true;
     }
 
     fn fail_session(faults: &mut Vec<Fault>, slot: &mut Slot, what: &str, message: String) {
-        let message = one_line(&message, MESSAGE_BYTES);
+        let message = one_line(&message, MESSAGE_BYTES).into_owned();
         tracing::warn!(plugin = %slot.conf.name, "plugin fault in {what}: {message}");
         faults.push(Fault { plugin: slot.conf.name.clone(), point: what.into(), message });
         slot.down = true;
@@ -610,7 +610,7 @@ impl Policies {
         let mut r = None;
         self.each(events, Call::JobValid(job), |_, name, a| match a {
             Reply::Answer(Answer::Invalid(Some(reason))) => {
-                r = Some((name.to_string(), one_line(&reason, MESSAGE_BYTES)));
+                r = Some((name.to_string(), one_line(&reason, MESSAGE_BYTES).into_owned()));
                 Ok(false)
             }
             Reply::Closed => {

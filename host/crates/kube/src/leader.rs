@@ -64,6 +64,15 @@ impl Leadership {
     }
 }
 
+/// Waits `retry` between two rounds; `false` once `stop` turned true.
+async fn pause(retry: Duration, stop: &mut tokio::sync::watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(retry) => {}
+        _ = stop.changed() => return false,
+    }
+    !*stop.borrow()
+}
+
 /// A candidate for one Lease.
 pub struct Elector {
     api: Api<Lease>,
@@ -212,11 +221,7 @@ impl Elector {
     pub async fn run(mut self, mut stop: tokio::sync::watch::Receiver<bool>) {
         loop {
             self.try_once().await;
-            tokio::select! {
-                _ = tokio::time::sleep(self.timing.retry) => {}
-                _ = stop.changed() => break,
-            }
-            if *stop.borrow() {
+            if !pause(self.timing.retry, &mut stop).await {
                 break;
             }
         }
@@ -296,11 +301,7 @@ impl Presence {
     pub async fn run(mut self, mut stop: tokio::sync::watch::Receiver<bool>) {
         loop {
             self.try_once().await;
-            tokio::select! {
-                _ = tokio::time::sleep(self.timing.retry) => {}
-                _ = stop.changed() => break,
-            }
-            if *stop.borrow() {
+            if !pause(self.timing.retry, &mut stop).await {
                 break;
             }
         }

@@ -21,6 +21,7 @@ use kube::{Client, Config};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tephra_model::cluster::Cluster;
+use tephra_model::tracked::Mark;
 use tephra_scheduler::control::Figure;
 use tephra_scheduler::{Cycle, Driver};
 
@@ -113,6 +114,10 @@ pub struct Kube {
     /// Leadership was just taken: the reservations the last leader
     /// persisted are adopted before the next cycle.
     adopting: bool,
+    /// Queues, PodGroups and pods as last checked for problems to report
+    /// (broken queues, objects pointing at nothing): checked again only
+    /// after more than a status changed.
+    reported: Option<[Mark; 3]>,
     api_up: bool,
     counters: Counters,
     /// Unreadable objects not reported yet (a standby reports nothing).
@@ -188,6 +193,7 @@ impl Kube {
             sink,
             leader: false,
             adopting: false,
+            reported: None,
             api_up: true,
             counters: Counters::default(),
             invalid: Vec::new(),
@@ -252,7 +258,16 @@ impl Driver for Kube {
         }
         let invalid = std::mem::take(&mut self.invalid);
         self.rt.block_on(report_invalid(&self.rec, &invalid));
-        self.rt.block_on(report_queues(&self.rec, cluster, &self.store));
+        let marks = [cluster.queues.mark(), cluster.podgroups.mark(), cluster.pods.mark()];
+        let changed = self.reported.is_none_or(|[q, g, p]| {
+            cluster.queues.changed_whole_since(q)
+                || cluster.podgroups.changed_whole_since(g)
+                || cluster.pods.changed_whole_since(p)
+        });
+        if changed {
+            self.rt.block_on(report_problems(&self.rec, cluster, &self.store));
+            self.reported = Some(marks);
+        }
         // Sent once this cycle's binds are in: they are what pods wait for.
         self.writes = self.store.take_writes();
         Some(now_ms())
@@ -342,16 +357,26 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
     }
 }
 
-/// One Warning Event per queue problem (a broken hierarchy, a quota rule),
-/// on the queue, as long as it lasts (repeated only when it changes). The
-/// quota plugins refuse to schedule through a broken hierarchy; this says
-/// where it is broken.
-async fn report_queues(rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
+/// One Warning Event per problem, on the object, as long as it lasts
+/// (repeated only when it changes): a queue problem (a broken hierarchy,
+/// where the quota plugins refuse to schedule; a quota rule), and what the
+/// simulator reports as waiting for a missing object — a pod of ours whose
+/// PodGroup, or a PodGroup whose queue, does not exist.
+async fn report_problems(rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
     let findings = tephra_model::validate::rules(&cluster.queues);
     for (queue, problem) in findings.by_queue() {
         let Some(meta) = store.queues.get(queue) else { continue };
         let r = events::reference(source::VOLCANO_API, "Queue", None, queue, &meta.uid);
         rec.emit(&r, events::Kind::Warning, "InvalidQueue", problem).await;
+    }
+    for (key, why) in cluster.dangling() {
+        let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+        let r = match (store.pods.get(&key), store.podgroups.get(&key)) {
+            (Some(p), _) if p.ours => events::reference("v1", "Pod", Some(ns), name, &p.uid),
+            (None, Some(g)) => events::reference(source::VOLCANO_API, "PodGroup", Some(ns), name, &g.uid),
+            _ => continue,
+        };
+        rec.emit(&r, events::Kind::Warning, "FailedScheduling", &why).await;
     }
 }
 

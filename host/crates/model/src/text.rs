@@ -1,9 +1,15 @@
 //! Text from outside (plugin logs, fault messages) made safe to print: one
 //! line, bounded.
 
+use std::borrow::Cow;
+
 /// `s` on one line — control characters (a newline would forge a log line)
-/// escaped — and cut at about `max` bytes, saying how much was cut.
-pub fn one_line(s: &str, max: usize) -> String {
+/// escaped — and cut at about `max` bytes, saying how much was cut. Text
+/// that needs neither comes back borrowed: plugin reasons are on a hot path.
+pub fn one_line(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max && !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len().min(max) + 32);
     for (i, c) in s.char_indices() {
         if out.len() >= max {
@@ -16,7 +22,7 @@ pub fn one_line(s: &str, max: usize) -> String {
             out.push(c);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

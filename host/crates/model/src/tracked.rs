@@ -49,9 +49,15 @@ impl<T> Tracked<T> {
         Mark { identity: self.identity, version: self.version }
     }
 
+    /// Whether anything but statuses may have changed since `mark` (cheap:
+    /// no list of the items whose status changed).
+    pub fn changed_whole_since(&self, mark: Mark) -> bool {
+        mark.identity != self.identity || self.whole > mark.version || mark.version > self.version
+    }
+
     /// What changed since `mark`.
     pub fn changes_since(&self, mark: Mark) -> Changes {
-        if mark.identity != self.identity || self.whole > mark.version || mark.version > self.version {
+        if self.changed_whole_since(mark) {
             return Changes::Whole;
         }
         if mark.version == self.version {
