@@ -4,7 +4,9 @@ use anyhow::{anyhow, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
+use tephra::admin::auth::{self, Authorizer};
 use tephra::config::SchedulerConfig;
 use tephra::conformance::{self, Verdict};
 use tephra::manifest::{self, Object};
@@ -92,6 +94,9 @@ struct Run {
     /// Serve /healthz, /readyz, /metrics, /plugins and promote/rollback on this address.
     #[arg(long)]
     admin: Option<String>,
+    /// A file holding the bearer token promote and rollback require (without one, they are refused).
+    #[arg(long, requires = "admin")]
+    admin_token_file: Option<PathBuf>,
     /// Pace cycles in real time (--period seconds apart) and keep running until --cycles.
     #[arg(long)]
     realtime: bool,
@@ -138,6 +143,13 @@ struct Serve {
     /// Serve /healthz, /readyz, /metrics, /plugins and promote/rollback on this address.
     #[arg(long)]
     admin: Option<String>,
+    /// A file holding the bearer token promote and rollback require.
+    #[arg(long, requires = "admin", conflicts_with = "admin_kubernetes_auth")]
+    admin_token_file: Option<PathBuf>,
+    /// Promote and rollback need a Kubernetes token whose user RBAC allows `create` on
+    /// `plugins/promote` or `plugins/rollback` in group tephra.io (TokenReview + SubjectAccessReview).
+    #[arg(long, requires = "admin")]
+    admin_kubernetes_auth: bool,
     /// Time between scheduling cycles (Volcano's schedule-period).
     #[arg(long, default_value = "1s", value_parser = tephra::k8s::parse_duration)]
     period: Duration,
@@ -205,7 +217,7 @@ fn attach<D: Driver>(
     lp: &mut Loop<D>,
     watch_dir: Option<&Path>,
     config: Option<&Path>,
-    admin: Option<&str>,
+    admin: Option<(&str, Admin)>,
 ) -> Result<()> {
     if let Some(dir) = watch_dir {
         lp.watch_plugins(dir)?;
@@ -213,13 +225,38 @@ fn attach<D: Driver>(
     if let Some(path) = config {
         lp.watch_config(path);
     }
-    if let Some(addr) = admin {
+    if let Some((addr, auth)) = admin {
         let (control, handle) = channel_pair();
-        let bound = tephra::admin::serve(addr, handle)?;
+        let closed = matches!(auth, Admin::Nobody);
+        let bound = tephra::admin::serve(addr, handle, move || auth.authorizer())?;
         eprintln!("admin: listening on http://{bound}");
+        if closed {
+            eprintln!("admin: no authentication configured: promote and rollback are refused");
+        }
         lp.control(control);
     }
     Ok(())
+}
+
+/// Who may promote and roll back through the admin surface.
+enum Admin {
+    Nobody,
+    TokenFile(PathBuf),
+    Kubernetes(tephra::k8s::review::Reviewer),
+}
+
+impl Admin {
+    fn new(token_file: Option<PathBuf>) -> Admin {
+        token_file.map_or(Admin::Nobody, Admin::TokenFile)
+    }
+
+    fn authorizer(self) -> Result<Arc<dyn Authorizer>> {
+        Ok(match self {
+            Admin::Nobody => Arc::new(auth::Nobody),
+            Admin::TokenFile(p) => Arc::new(auth::TokenFile::read(&p)?),
+            Admin::Kubernetes(r) => Arc::new(auth::Kubernetes(r)),
+        })
+    }
 }
 
 fn serve(s: Serve) -> Result<()> {
@@ -266,7 +303,11 @@ fn serve(s: Serve) -> Result<()> {
     let mut lp = Loop::new(cluster, scheduler, kube);
     // The config file is a mounted ConfigMap: its edits are always picked up.
     let watch_dir = s.plugins_dir.as_deref().filter(|_| s.watch);
-    attach(&mut lp, watch_dir, s.config.as_deref(), s.admin.as_deref())?;
+    let auth = match s.admin_kubernetes_auth {
+        true => Admin::Kubernetes(lp.driver.reviewer()),
+        false => Admin::new(s.admin_token_file),
+    };
+    attach(&mut lp, watch_dir, s.config.as_deref(), s.admin.as_deref().map(|a| (a, auth)))?;
     lp.run(|_| {});
     lp.driver.shutdown();
     Ok(())
@@ -290,6 +331,7 @@ fn simulate(run: Run) -> Result<()> {
         shadows,
         watch,
         admin,
+        admin_token_file,
         realtime,
         rollback_after,
         cycles,
@@ -337,7 +379,8 @@ fn simulate(run: Run) -> Result<()> {
         sim.driver.realtime = true;
         let dir = plugins_dir.as_deref().filter(|_| watch);
         let config = config_path.as_deref().filter(|_| watch);
-        attach(&mut sim.0, dir, config, admin.as_deref())?;
+        let auth = Admin::new(admin_token_file);
+        attach(&mut sim.0, dir, config, admin.as_deref().map(|a| (a, auth)))?;
         let mut prev: Option<tephra::report::CycleReport> = None;
         let mut reports = Vec::new();
         sim.0.run(|r| {

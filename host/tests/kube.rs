@@ -241,6 +241,12 @@ impl Tephra {
 
     /// GET `path` from its --admin server (address read from its log).
     fn admin_get(&self, path: &str) -> String {
+        self.admin_request("GET", path, None)
+    }
+
+    /// One request to its --admin server, with `token` as bearer token;
+    /// the whole answer.
+    fn admin_request(&self, method: &str, path: &str, token: Option<&str>) -> String {
         use std::io::Read;
         let log = self.log();
         let addr = log
@@ -248,7 +254,9 @@ impl Tephra {
             .find_map(|l| l.strip_prefix("admin: listening on http://"))
             .unwrap_or_else(|| panic!("no admin address in the log:\n{log}"));
         let mut s = std::net::TcpStream::connect(addr.trim()).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n")
+            .unwrap();
         let mut body = String::new();
         s.read_to_string(&mut body).unwrap();
         body
@@ -516,7 +524,8 @@ fn gang_all_or_nothing() {
 
 /// A pod with a placement rule tephra does not evaluate yet waits: its
 /// `PodScheduled=False` condition and `FailedScheduling` event name the
-/// field, and it is never bound; a plain pod beside it is.
+/// field, and it is never bound; a plain pod beside it is. Pods whose
+/// PodGroup, or whose PodGroup's queue, does not exist wait with that said.
 #[test]
 fn unevaluated_rules_wait_with_a_named_reason() {
     if skip() {
@@ -556,7 +565,22 @@ spec:
     wait(&c, ns, 30, "orphan's FailedScheduling event", || {
         c.events(ns, "FailedScheduling").iter().any(|(o, m)| o == "orphan" && *m == why).then_some(())
     });
+    let scheduled = |name: &str| {
+        let p = c.json(&["get", "pod", "-n", ns, name]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    };
+    let cond = wait(&c, ns, 30, "orphan PodScheduled=False", || scheduled("orphan"));
+    assert_eq!(cond["message"], why.as_str(), "{cond}");
+    // A pod whose PodGroup's queue does not exist: the reason names both.
+    c.apply(&format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: lost, namespace: {ns}}}\nspec: {{minMember: 1, queue: nowhere}}\n---\n{}",
+        pod(ns, "stray", "1", Some("lost"), "")
+    ));
+    let cond = wait(&c, ns, 30, "stray PodScheduled=False", || scheduled("stray"));
+    assert_eq!(cond["message"], format!("PodGroup {ns}/lost: its queue \"nowhere\" does not exist"), "{cond}");
     assert_eq!(c.placements(ns)["orphan"], "");
+    assert_eq!(c.placements(ns)["stray"], "");
     t.assert_alive();
     assert!(t.terminate());
 }
@@ -887,6 +911,70 @@ fn shadow_diffs_in_metrics() {
     assert_eq!(live("binds_shadow_only"), Some(3.0));
     assert_eq!(live("evictions_live_only"), Some(0.0));
     assert!(t.log().contains("shadow of plugin prefer loaded"), "{}", t.log());
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// `--admin-kubernetes-auth`: promote needs a Kubernetes token whose user
+/// RBAC allows `create` on `plugins/promote` in `tephra.io` (TokenReview,
+/// then SubjectAccessReview, by the scheduler's own ServiceAccount through
+/// `system:auth-delegator`). No token: 401; a token the API server does not
+/// know: 401; a known user without the right: 403; none of them changes
+/// anything. An operator bound to `tephra-plugin-admin` promotes.
+#[test]
+fn admin_changes_need_a_kubernetes_user_rbac_allows() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("admin-auth");
+    c.node("rack-a", "8");
+    c.node("rack-b", "8");
+    let conf = prefer_config(&c);
+    let (first, last) = (prefer("first"), prefer("last"));
+    let args = ["--config", conf.to_str().unwrap(), "--plugin", first.to_str().unwrap()];
+    let more = ["--shadow", last.to_str().unwrap(), "--admin", "127.0.0.1:0", "--admin-kubernetes-auth"];
+    let mut t = Tephra::start(&c, "a", &[args.as_slice(), &more].concat());
+    wait(&c, "default", 60, "the admin surface", || t.log().contains("admin: listening on").then_some(()));
+    c.apply(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: operator, namespace: default}\n---\n\
+         apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: stranger, namespace: default}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: operator-plugins}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tephra-plugin-admin}\n\
+         subjects: [{kind: ServiceAccount, name: operator, namespace: default}]\n",
+    );
+    let token = |sa: &str| c.kubectl(&["create", "token", sa, "-n", "default"]).trim().to_string();
+    let (operator, stranger) = (token("operator"), token("stranger"));
+    let status = |answer: &str| answer.split_whitespace().nth(1).unwrap_or("").to_string();
+    let table = || -> Vec<(String, String)> {
+        let plugins = t.admin_get("/plugins");
+        let body = plugins.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let rows: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {plugins}"));
+        let mut v: Vec<(String, String)> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["name"] == "prefer")
+            .map(|r| (r["version"].as_str().unwrap().into(), r["state"].as_str().unwrap().into()))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = table();
+    assert_eq!(before, [("first".into(), "live".into()), ("last".into(), "shadow".into())]);
+    let promote = |token: Option<&str>| t.admin_request("POST", "/plugins/prefer/promote", token);
+    let answer = promote(None);
+    assert_eq!(status(&answer), "401", "{answer}");
+    let answer = promote(Some("not-a-token"));
+    assert_eq!(status(&answer), "401", "{answer}");
+    let answer = promote(Some(&stranger));
+    assert_eq!(status(&answer), "403", "{answer}");
+    assert!(answer.contains("system:serviceaccount:default:stranger"), "{answer}");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(table(), before, "refused requests changed nothing");
+    let answer = promote(Some(&operator));
+    assert_eq!(status(&answer), "200", "{answer}");
+    assert_eq!(table(), [("first".into(), "previous".into()), ("last".into(), "live".into())]);
+    assert!(t.log().contains("system:serviceaccount:default:operator asked to promote plugin prefer"), "{}", t.log());
     t.assert_alive();
     assert!(t.terminate());
 }
@@ -1281,12 +1369,12 @@ fn queue_reservation_status_and_lock() {
     assert!(t.terminate());
 }
 
-/// A queue whose parent does not exist breaks the hierarchy: the capacity
-/// plugin refuses the session, and failing closed, nothing is scheduled
-/// (Volcano's rule) until the queue is fixed; the queue gets a Warning
-/// Event naming the problem, and waiting pods the reason.
+/// A queue whose parent does not exist breaks the hierarchy for itself:
+/// the capacity plugin refuses that queue (and any below it) until it is
+/// fixed, while the healthy queues schedule; the queue gets a Warning Event
+/// naming the problem, and its waiting pods a reason.
 #[test]
-fn broken_queue_hierarchy_stops_scheduling_with_an_event() {
+fn broken_queue_hierarchy_stops_the_queue_concerned_with_an_event() {
     if skip() {
         return;
     }
@@ -1307,21 +1395,23 @@ fn broken_queue_hierarchy_stops_scheduling_with_an_event() {
     c.apply(&queue("b", "nowhere"));
     let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
     c.apply(&pod(ns, "p", "1", None, "scheduling.volcano.sh/queue-name: a\n    "));
+    c.apply(&pod(ns, "q", "1", None, "scheduling.volcano.sh/queue-name: b\n    "));
     let (_, message) = wait(&c, ns, 60, "InvalidQueue event on b", || {
         c.events("default", "InvalidQueue").into_iter().find(|(o, _)| o == "b")
     });
     assert!(message.contains("spec.parent: queue \"nowhere\" does not exist"), "{message}");
-    let cond = wait(&c, ns, 30, "p PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "p"]);
+    wait(&c, ns, 60, "p in the healthy queue bound", || (c.placements(ns)["p"] == "n1").then_some(()));
+    let cond = wait(&c, ns, 30, "q PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "q"]);
         let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
         conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
     });
     let why = cond["message"].as_str().unwrap_or_default();
-    assert!(why.contains("fail-closed") && why.contains("capacity"), "{cond}");
-    assert_eq!(c.placements(ns)["p"], "", "nothing is scheduled through a broken hierarchy");
-    // Fixed, the hierarchy opens again.
+    assert!(why.contains("capacity"), "{cond}");
+    assert_eq!(c.placements(ns)["q"], "", "nothing is scheduled in a queue cut off from the hierarchy");
+    // Fixed, the queue opens again.
     c.apply(&queue("b", "root"));
-    wait(&c, ns, 60, "p bound once b is fixed", || (c.placements(ns)["p"] == "n1").then_some(()));
+    wait(&c, ns, 60, "q bound once b is fixed", || (c.placements(ns)["q"] == "n1").then_some(()));
     t.assert_alive();
     assert!(t.terminate());
 }
@@ -1413,20 +1503,98 @@ fn reservations_survive_leader_failover() {
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: own, namespace: {ns}, annotations: {{scheduling.volcano.sh/queue-name: serving}}}}\nspec:\n  schedulerName: volcano\n  nodeSelector: {{kubernetes.io/hostname: {other}}}\n  containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: \"1\"}}}}}}]\n"
     ));
     wait(&c, ns, 60, "the queue's own pod bound", || (c.placements(ns)["own"] == other).then_some(()));
+    let (mut leader, mut standby) = kill_the_leader(&c, ns, a, b);
+    // Several cycles later the lock is where it was.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(locked(), Some(first.clone()), "{}", standby.log());
+    assert!(standby.log().contains(&format!("adopted queue serving's reservation of {}", first[0])));
+    standby.assert_alive();
+    assert!(standby.terminate());
+    let _ = leader.child.wait();
+}
+
+/// SIGKILLs whichever of replicas `a` and `b` holds the Lease and waits
+/// for the other to take it over and schedule; (killed, standby).
+fn kill_the_leader(c: &Cluster, ns: &str, a: Tephra, b: Tephra) -> (Tephra, Tephra) {
     let holder =
         || c.kubectl(&["get", "lease", "-n", "tephra-system", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
-    let (mut leader, mut standby, standby_name) = match holder().as_str() {
+    let (leader, standby, standby_name) = match holder().as_str() {
         "replica-a" => (a, b, "replica-b"),
         "replica-b" => (b, a, "replica-a"),
         other => panic!("unknown lease holder {other:?}"),
     };
     leader.signal("KILL");
-    wait(&c, ns, 60, "the standby holds the lease", || (holder() == standby_name).then_some(()));
-    wait(&c, ns, 30, "the standby's first cycle", || standby.log().contains("acquired").then_some(()));
-    // Several cycles later the lock is where it was.
+    wait(c, ns, 60, "the standby holds the lease", || (holder() == standby_name).then_some(()));
+    wait(c, ns, 30, "the standby's first cycle", || standby.log().contains("acquired").then_some(()));
+    (leader, standby)
+}
+
+/// A big job's election and locked nodes survive the leader: the leader
+/// keeps them in the PodGroup's `tephra.io/reservation` annotation and the
+/// new leader adopts them. A job of higher priority that arrived after the
+/// election would win a fresh one; the adopted target keeps its slot.
+#[test]
+fn big_job_targets_survive_leader_failover() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("adopt-target");
+    for n in ["n1", "n2", "n3"] {
+        c.node(n, "4");
+    }
+    let ns = "t-adopt-target";
+    namespace(&c, ns);
+    let conf = c.dir.join("scheduler.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, elect, reserve, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: reservation\n    arguments: {bigJobMinRequest: cpu=8}\n- plugins:\n  - name: predicates\n",
+    )
+    .unwrap();
+    // One running 1-cpu pod per node: no 4-cpu pod fits anywhere.
+    for n in ["n1", "n2", "n3"] {
+        c.apply(
+            &pod(ns, &format!("small-{n}"), "1", None, "")
+                .replace("  containers:", &format!("  nodeSelector: {{kubernetes.io/hostname: {n}}}\n  containers:")),
+        );
+    }
+    let le = [["--config", conf.to_str().unwrap()].as_slice(), &LEADER_ELECT].concat();
+    let a = Tephra::start(&c, "replica-a", &le);
+    for n in ["n1", "n2", "n3"] {
+        let name = format!("small-{n}");
+        wait(&c, ns, 60, "small pods bound", || (c.placements(ns)[&name] == n).then_some(()));
+    }
+    let big = |name: &str, priority: &str| {
+        format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {{minMember: 2, minResources: {{cpu: \"8\"}}{priority}}}\n---\n{}{}",
+            pod(ns, &format!("{name}-0"), "4", Some(name), ""),
+            pod(ns, &format!("{name}-1"), "4", Some(name), "")
+        )
+    };
+    c.apply(&big("first", ""));
+    let target = |name: &str| -> Option<String> {
+        let g = c.json(&["get", "podgroup", "-n", ns, name]);
+        g["metadata"]["annotations"]["tephra.io/reservation"].as_str().map(String::from)
+    };
+    let elected = wait(&c, ns, 60, "first elected", || target("first"));
+    let kept: serde_json::Value = serde_json::from_str(&elected).unwrap();
+    assert_eq!(kept["rank"], 0, "{elected}");
+    assert!(!kept["nodes"].as_array().unwrap().is_empty(), "{elected}");
+    // A later job of higher priority: a fresh election would choose it.
+    c.apply("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: urgent}\nvalue: 1000\n");
+    c.apply(&big("second", ", priorityClassName: urgent"));
+    let b = Tephra::start(&c, "replica-b", &le);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(target("first").as_deref(), Some(elected.as_str()), "the leader keeps its target");
+    assert_eq!(target("second"), None);
+    let (mut leader, mut standby) = kill_the_leader(&c, ns, a, b);
     std::thread::sleep(Duration::from_secs(4));
-    assert_eq!(locked(), Some(first.clone()), "{}", standby.log());
-    assert!(standby.log().contains(&format!("adopted queue serving's reservation of {}", first[0])));
+    assert_eq!(target("first").as_deref(), Some(elected.as_str()), "{}", standby.log());
+    assert_eq!(target("second"), None, "{}", standby.log());
+    assert!(standby.log().contains(&format!("adopted big job {ns}/first's reservation")), "{}", standby.log());
+    // Ready once a node frees: released, and the annotation goes with it.
+    c.kubectl(&["delete", "pod", "-n", ns, "small-n1", "small-n2", "small-n3", "--wait=false"]);
+    wait(&c, ns, 60, "first bound", || (!c.placements(ns)["first-0"].is_empty()).then_some(()));
+    wait(&c, ns, 60, "first's annotation removed", || target("first").is_none().then_some(()));
     standby.assert_alive();
     assert!(standby.terminate());
     let _ = leader.child.wait();

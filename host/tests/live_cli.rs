@@ -107,9 +107,15 @@ fn watcher_swaps_a_changed_plugin_between_cycles() {
 }
 
 fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
+    http_as(addr, method, path, None)
+}
+
+/// One request, with `token` as its bearer token.
+fn http_as(addr: &str, method: &str, path: &str, token: Option<&str>) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Length: 0\r\n\r\n").unwrap();
     let mut buf = String::new();
     s.read_to_string(&mut buf).unwrap();
     let code = buf.split_whitespace().nth(1).unwrap_or("0").parse().unwrap_or(0);
@@ -117,15 +123,17 @@ fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
     (code, body)
 }
 
-#[test]
-fn admin_serves_health_metrics_plugins_and_promotes() {
+/// The simulator with a live and a shadow version of `prefer` and the
+/// admin surface (more arguments after); its address.
+fn admin_simulation(extra: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tephra"))
         .current_dir(repo())
         .args(["simulate", "examples/shadow/cluster.yaml", "--admin", "127.0.0.1:0", "--realtime"])
-        .args(["--period", "0.3", "--cycles", "60", "--plugin"])
+        .args(["--period", "0.3", "--cycles", "200", "--plugin"])
         .arg(swap_fixture("first"))
         .arg("--shadow")
         .arg(swap_fixture("last"))
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -134,12 +142,42 @@ fn admin_serves_health_metrics_plugins_and_promotes() {
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     let addr = line.trim().strip_prefix("admin: listening on http://").unwrap_or_else(|| panic!("{line}")).to_string();
-    assert_eq!(http(&addr, "GET", "/healthz"), (200, "ok\n".into()));
+    // Keep reading stderr (and stdout) so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let mut out = child.stdout.take().unwrap();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     let deadline = Instant::now() + Duration::from_secs(30);
     while http(&addr, "GET", "/readyz").0 != 200 {
         assert!(Instant::now() < deadline, "never ready");
         std::thread::sleep(Duration::from_millis(100));
     }
+    (child, addr)
+}
+
+/// (version, state) of each version of `prefer` in the plugin table.
+fn prefer_versions(addr: &str) -> Vec<(String, String)> {
+    let (code, plugins) = http(addr, "GET", "/plugins");
+    assert_eq!(code, 200);
+    let rows: serde_json::Value = serde_json::from_str(&plugins).unwrap();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "prefer")
+        .map(|r| (r["version"].as_str().unwrap().to_string(), r["state"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+#[test]
+fn admin_serves_health_metrics_plugins_and_promotes_with_the_token() {
+    let dir = tmpdir("admin-token");
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, "a-long-admin-token\n").unwrap();
+    let (mut child, addr) = admin_simulation(&["--admin-token-file", token_file.to_str().unwrap()]);
+    assert_eq!(http(&addr, "GET", "/healthz"), (200, "ok\n".into()));
     let (code, metrics) = http(&addr, "GET", "/metrics");
     assert_eq!(code, 200);
     for want in [
@@ -148,38 +186,109 @@ fn admin_serves_health_metrics_plugins_and_promotes() {
         "tephra_action_seconds_total{action=\"allocate\"}",
         "tephra_queue_allocated{queue=\"default\",resource=\"cpu\"}",
         "tephra_shadow_diffs_total",
+        // Volcano's names, labels and units, for its dashboards.
+        "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram",
+        "volcano_e2e_scheduling_latency_milliseconds_bucket{le=\"1\"}",
+        "volcano_action_scheduling_latency_milliseconds_count{action=\"allocate\"}",
+        "volcano_plugin_scheduling_latency_milliseconds_count{OnSession=\"OnSessionOpen\",plugin=\"prefer\"}",
+        "volcano_open_session_duration_milliseconds_count",
+        "volcano_e2e_job_scheduling_latency_milliseconds_count",
+        "volcano_queue_allocated_milli_cpu{queue_name=\"default\"}",
+        "volcano_queue_allocated_memory_bytes{queue_name=\"default\"}",
+        "volcano_queue_request_milli_cpu{queue_name=\"default\"}",
+        "volcano_queue_weight{queue_name=\"default\"} 1",
+        "# TYPE volcano_total_preemption_attempts counter",
+        "volcano_unschedule_job_count",
     ] {
         assert!(metrics.contains(want), "missing {want} in:\n{metrics}");
     }
-    let (code, plugins) = http(&addr, "GET", "/plugins");
-    assert_eq!(code, 200);
-    let rows: serde_json::Value = serde_json::from_str(&plugins).unwrap();
-    let states: Vec<(String, String)> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["name"] == "prefer")
-        .map(|r| (r["version"].as_str().unwrap().to_string(), r["state"].as_str().unwrap().to_string()))
-        .collect();
-    assert!(
-        states.contains(&("first".into(), "live".into())) && states.contains(&("last".into(), "shadow".into())),
-        "{states:?}"
-    );
-    assert_eq!(http(&addr, "POST", "/plugins/prefer/promote").0, 200);
-    let (_, plugins) = http(&addr, "GET", "/plugins");
-    let rows: serde_json::Value = serde_json::from_str(&plugins).unwrap();
-    let prefer: Vec<(&str, &str)> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["name"] == "prefer")
-        .map(|r| (r["version"].as_str().unwrap(), r["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(prefer, [("last", "live"), ("first", "previous")], "{plugins}");
+    // Some cycle placed something: the job latency histogram has samples.
+    let placed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("volcano_e2e_job_scheduling_latency_milliseconds_count "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(placed.is_some_and(|n| n > 0.0), "{metrics}");
+    let before = pairs(&[("first", "live"), ("last", "shadow")]);
+    let states = prefer_versions(&addr);
+    assert!(before.iter().all(|x| states.contains(x)), "{states:?}");
+    // Without the token, or with another, nothing changes.
     let (code, body) = http(&addr, "POST", "/plugins/prefer/promote");
+    assert_eq!(code, 401, "{body}");
+    let (code, body) = http_as(&addr, "POST", "/plugins/prefer/promote", Some("a-long-admin-tokeN"));
+    assert_eq!(code, 401, "{body}");
+    let (code, _) = http_as(&addr, "POST", "/plugins/prefer/rollback", Some("wrong"));
+    assert_eq!(code, 401);
+    std::thread::sleep(Duration::from_millis(700));
+    let states = prefer_versions(&addr);
+    assert!(before.iter().all(|x| states.contains(x)), "refused requests changed the table: {states:?}");
+    // With it, the shadow goes live.
+    let token = Some("a-long-admin-token");
+    assert_eq!(http_as(&addr, "POST", "/plugins/prefer/promote", token).0, 200);
+    assert_eq!(prefer_versions(&addr), pairs(&[("last", "live"), ("first", "previous")]));
+    let (code, body) = http_as(&addr, "POST", "/plugins/prefer/promote", token);
     assert_eq!(code, 409, "no shadow left: {body}");
-    assert_eq!(http(&addr, "POST", "/plugins/prefer/rollback").0, 200);
+    assert_eq!(http_as(&addr, "POST", "/plugins/prefer/rollback", token).0, 200);
     assert_eq!(http(&addr, "GET", "/nope").0, 404);
+    child.kill().unwrap();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With no authentication configured there is no open door: promote and
+/// rollback are refused to everyone.
+#[test]
+fn admin_without_authentication_refuses_every_change() {
+    let (mut child, addr) = admin_simulation(&[]);
+    for token in [None, Some("anything")] {
+        for verb in ["promote", "rollback"] {
+            let (code, body) = http_as(&addr, "POST", &format!("/plugins/prefer/{verb}"), token);
+            assert_eq!(code, 403, "{body}");
+            assert!(body.contains("no admin authentication is configured"), "{body}");
+        }
+    }
+    let states = prefer_versions(&addr);
+    assert!(pairs(&[("first", "live"), ("last", "shadow")]).iter().all(|x| states.contains(x)), "{states:?}");
+    child.kill().unwrap();
+    let _ = child.wait();
+}
+
+/// A client trickling its request head, another sending a huge header and
+/// a crowd of idle connections neither stall the surface for others nor
+/// the scheduling loop; the trickler is cut off after the head timeout.
+#[test]
+fn slow_or_malformed_clients_do_not_stall_the_admin_surface() {
+    let (mut child, addr) = admin_simulation(&[]);
+    let cycles = |addr: &str| -> f64 {
+        let (_, m) = http(addr, "GET", "/metrics");
+        m.lines().find_map(|l| l.strip_prefix("tephra_cycles_total ")).and_then(|v| v.parse().ok()).unwrap_or(-1.0)
+    };
+    let mut trickler = TcpStream::connect(&addr).unwrap();
+    write!(trickler, "GET /healthz HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let idle: Vec<TcpStream> = (0..50).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let mut huge = TcpStream::connect(&addr).unwrap();
+    let _ = write!(huge, "GET /healthz HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(1 << 20));
+    let started = Instant::now();
+    let first = cycles(&addr);
+    while started.elapsed() < Duration::from_secs(3) {
+        let t = Instant::now();
+        assert_eq!(http(&addr, "GET", "/healthz").0, 200);
+        assert!(t.elapsed() < Duration::from_secs(1), "healthz took {:?}", t.elapsed());
+        let _ = trickler.write_all(b"X");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(cycles(&addr) > first, "the loop went on scheduling");
+    // The oversized head is refused, not buffered.
+    huge.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = String::new();
+    let _ = huge.read_to_string(&mut answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer}");
+    // The trickler is cut off once the head timeout passes.
+    trickler.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut rest = Vec::new();
+    let cut = Instant::now();
+    let _ = trickler.read_to_end(&mut rest);
+    assert!(cut.elapsed() < Duration::from_secs(9), "the trickler was never cut off");
+    drop(idle);
     child.kill().unwrap();
     let _ = child.wait();
 }

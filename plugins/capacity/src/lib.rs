@@ -34,14 +34,18 @@
 //!
 //! Differences from Volcano, on purpose or forced by the contract:
 //!
-//! * A broken hierarchy — no `root` queue, a parent that does not exist, a
-//!   parent cycle, a child capability above its parent's — makes the session
-//!   open fail with a message naming the queues (the host reports a fault and
-//!   the plugin sits the session out). Volcano marks itself "not ready" and
-//!   refuses everything for cycles and missing parents, and only logs a child
-//!   capability above its parent's. A job in a non-leaf queue keeps Volcano's
-//!   behaviour: the plugin stays up but refuses every allocation, admission
-//!   and reclaim for the session.
+//! * A broken hierarchy stops only the queues concerned: a queue whose
+//!   parent does not exist, one on a parent cycle, or one whose capability
+//!   exceeds its parent's is cut off with its subtree (logged as an error
+//!   naming it) and gets nothing — no allocation, admission, preemption or
+//!   reclaim, and its pods are no victims — while the rest of the tree
+//!   schedules; what cut-off queues hold still counts against the root. A
+//!   job in a non-leaf queue gets nothing either, and its usage counts for
+//!   the queue and its ancestors. Volcano marks the whole plugin "not ready"
+//!   (every queue refused) for cycles, missing parents and jobs in non-leaf
+//!   queues, and only logs a child capability above its parent's. Without a
+//!   `root` queue there is no tree: the session open fails (the host reports
+//!   a fault and, failing closed, nothing is scheduled).
 //! * Hierarchical QueueOrder is a comparison of two queues' ancestor paths
 //!   in Volcano; as keys it becomes a rank in a lexicographic order over
 //!   those paths, which agrees with Volcano whenever Volcano's comparison is
@@ -178,9 +182,6 @@ pub struct Capacity {
     hierarchy: bool,
     /// `ancestorReclaimLevel`.
     level: usize,
-    /// False for a session with a job in a non-leaf queue (hierarchical
-    /// mode): every point then refuses, as in Volcano.
-    ready: bool,
     /// By queue id; flat mode leaves queues without jobs at `None`.
     queues: Vec<Option<Queue>>,
     /// Every queue's spec deserved, for status.
@@ -205,6 +206,16 @@ impl Capacity {
 
     fn is_leaf(&self, q: u32) -> bool {
         self.tree.as_ref().is_none_or(|t| t.is_leaf(q))
+    }
+
+    /// Not cut off by a broken hierarchy; in flat mode, every queue.
+    fn usable(&self, q: u32) -> bool {
+        self.tree.as_ref().is_none_or(|t| !t.is_broken(q))
+    }
+
+    /// May take jobs: a usable leaf queue.
+    fn takes_jobs(&self, q: u32) -> bool {
+        self.usable(q) && self.is_leaf(q)
     }
 
     fn is_root(&self, q: u32) -> bool {
@@ -245,7 +256,7 @@ impl Capacity {
         }
         // Deeper than the number of queues means every ancestor.
         self.level = level.clamp(0.0, s.queues() as f64) as usize;
-        self.ready = true;
+        self.tree = None;
         self.spec_deserved = Res::rows(&s.snap.queue_deserved, s.queues(), s.dims()).0;
         self.ranks_stale = true;
         if self.hierarchy {
@@ -304,30 +315,36 @@ impl Capacity {
         let parentless = |q: &u32| s.snap.queue_parent[*q as usize] == NONE;
         let mut ids = (0..n as u32).filter(parentless).chain((0..n as u32).filter(|q| !parentless(q)));
         let root = ids.find(|&q| name(q) == "root");
-        let tree = hierarchy::build(&s.snap.queue_parent, root, name)?;
-        let caps = hierarchy::capabilities(&tree, &Res::rows(&s.snap.queue_capability, n, d).0, &s.snap.dims, name)?;
+        let mut tree = hierarchy::build(&s.snap.queue_parent, root, name)?;
+        let caps = hierarchy::capabilities(&mut tree, &Res::rows(&s.snap.queue_capability, n, d).0, &s.snap.dims, name);
+        if !tree.problems.is_empty() {
+            log::error(&format!(
+                "broken queue hierarchy: {}; those queues and the queues below them get nothing until it is fixed",
+                tree.problems.join("; ")
+            ));
+        }
 
         let (guarantee, _) = Res::rows(&s.snap.queue_guarantee, n, d);
         let mut queues: Vec<Queue> = (0..n).map(|q| Queue::new(&self.spec_deserved[q], &guarantee[q])).collect();
+        let mut misplaced = std::collections::BTreeSet::new();
         for j in 0..s.jobs() as u32 {
             let q = s.job_queue(j);
             if q as usize >= n {
                 continue;
             }
-            if !tree.is_leaf(q) {
-                if self.ready {
-                    log::error(&format!(
-                        "job {} is in queue {:?}, which is not a leaf queue: capacity refuses everything this session",
-                        log::name(Kind::Job, j),
-                        name(q)
-                    ));
-                }
-                self.ready = false;
-                continue;
+            if !tree.is_leaf(q) && !tree.is_broken(q) && misplaced.insert(q) {
+                log::error(&format!(
+                    "job {} is in queue {:?}, which is not a leaf queue: its jobs get nothing",
+                    log::name(Kind::Job, j),
+                    name(q)
+                ));
             }
             let u = job_usage(s, j);
             queues[q as usize].add(&u);
-            for &a in &tree.ancestors[q as usize] {
+            // A queue cut off from the root still holds what it holds.
+            let above = &tree.ancestors[q as usize];
+            let above = if above.is_empty() && q != tree.root { std::slice::from_ref(&tree.root) } else { above };
+            for &a in above {
                 queues[a as usize].add(&u);
             }
         }
@@ -499,9 +516,6 @@ impl Policy for Capacity {
                 None => order_key(priority, 0.0),
             };
         }
-        if !self.ready {
-            return 0.0;
-        }
         if self.ranks_stale || self.ranks.len() != s.queues() {
             self.rerank(s);
         }
@@ -511,7 +525,7 @@ impl Policy for Capacity {
     /// Hierarchical only: a queue sharing a deeper ancestor with the
     /// preemptor's queue is a victim first (siblings before cousins).
     fn victim_queue_order(&mut self, _: &Session, q: u32, preemptor_queue: u32) -> f64 {
-        if !self.hierarchy || !self.ready {
+        if !self.hierarchy {
             return 0.0;
         }
         -(common_level(self.ancestors(q), self.ancestors(preemptor_queue)) as f64)
@@ -521,7 +535,7 @@ impl Policy for Capacity {
     /// stay within their real capability on the dims the task asks for:
     /// borrowing beyond `deserved` is allowed.
     fn allocatable(&mut self, s: &Session, q: u32, t: u32) -> bool {
-        if !is_open(s, q) || !self.ready || !self.is_leaf(q) {
+        if !is_open(s, q) || !self.takes_jobs(q) {
             return false;
         }
         let req = s.task_req(t);
@@ -546,7 +560,7 @@ impl Policy for Capacity {
     /// capability and, on some dimension the task asks for, within its
     /// deserved — or, with `ancestorReclaimLevel`, an ancestor does.
     fn preemptive(&mut self, s: &Session, q: u32, t: u32) -> bool {
-        if !self.ready || !is_open(s, q) {
+        if !self.takes_jobs(q) || !is_open(s, q) {
             return false;
         }
         let Some(a) = self.attr(q) else { return false };
@@ -577,11 +591,8 @@ impl Policy for Capacity {
     /// nothing the queue deserves. With `ancestorReclaimLevel`, ancestors
     /// not shared with the reclaimer must be over their deserved too.
     fn reclaimable(&mut self, s: &Session, reclaimer: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
-        if !self.ready {
-            return (Vec::new(), Vote::Reject);
-        }
         let queue_of = |t: u32| s.snap.job_queue.get(s.task_job(t) as usize).copied();
-        let Some(rq) = queue_of(reclaimer) else { return (Vec::new(), Vote::Reject) };
+        let Some(rq) = queue_of(reclaimer).filter(|&q| self.takes_jobs(q)) else { return (Vec::new(), Vote::Reject) };
         let Some(ra) = self.attr(rq) else { return (Vec::new(), Vote::Reject) };
         let rreq = s.task_req(reclaimer);
         let ancestral = self.hierarchy && self.level > 0;
@@ -592,7 +603,8 @@ impl Policy for Capacity {
         let mut held: HashMap<u32, Vec<f64>> = HashMap::new();
         let mut victims = Vec::new();
         for &c in candidates {
-            let Some(cq) = queue_of(c) else { continue };
+            // A cut-off queue's quota is unknown: its pods are no victims.
+            let Some(cq) = queue_of(c).filter(|&q| self.usable(q)) else { continue };
             let Some(a) = self.attr(cq) else { continue };
             let creq = s.task_req(c);
             if !quota::intersects(creq, rreq, false) {
@@ -652,7 +664,7 @@ impl Policy for Capacity {
     /// the dims minResources asks for.
     fn job_enqueueable(&mut self, s: &Session, j: u32) -> Vote {
         let q = s.job_queue(j);
-        if !self.ready || !self.is_leaf(q) || !is_open(s, q) {
+        if !self.takes_jobs(q) || !is_open(s, q) {
             return Vote::Reject;
         }
         let Some(min) = s.job_min_resources(j) else { return Vote::Permit };

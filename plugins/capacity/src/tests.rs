@@ -1154,31 +1154,51 @@ fn hierarchical_queue_order_ranks_paths() {
     assert_eq!(p.victim_queue_order(&s, a1, b2), 0.0);
 }
 
+/// A broken part of the hierarchy stops only the queues concerned and
+/// those below them; the healthy part schedules as before.
 #[test]
-fn broken_hierarchies_fail_the_session_open() {
-    // A parent cycle, and a queue whose parent does not exist.
+fn broken_hierarchies_stop_only_the_queues_concerned() {
+    // A parent cycle, a queue whose parent does not exist, one below it.
     let mut w = World::new(&[]);
-    w.node(&[1000.0, GI, 10.0]);
+    let n = w.node(&[4000.0, 4.0 * GI, 10.0]);
     let root = w.queue("root", NONE);
     let x = w.queue("x", NONE);
     let y = w.queue("y", x);
     w.b.snap.queue_parent[x as usize] = y;
     let orphan = w.queue("orphan", NONE);
+    let below = w.queue("below", orphan);
     let ok = w.queue("ok", root);
-    for q in [y, orphan, ok] {
-        w.job(q, 1, PgRunning);
+    w.capability(root, &[(CPU, 2000.0)]);
+    w.deserved(ok, &[(CPU, 1000.0)]);
+    let mut pending = Vec::new();
+    for q in [y, orphan, below, ok] {
+        let j = w.job(q, 1, PgPending);
+        w.min_resources(j, &[500.0]);
+        pending.push((q, j, w.task(j, &[500.0], Pending, NONE)));
     }
+    // The orphan runs 1 cpu: it still counts against the root's 2.
+    let held = w.job(orphan, 1, PgRunning);
+    let victim = w.task(held, &[1000.0], Running, n);
     let snap = w.b.snap.clone();
     let names = w.names.clone();
-    let err = w.try_open(&[HIERARCHY]).err().unwrap();
-    assert!(err.contains("parent cycle \"x\" -> \"y\" -> \"x\""), "{err}");
-    assert!(err.contains("queue \"orphan\" has no parent"), "{err}");
-    assert!(!err.contains("\"ok\""), "{err}");
+    let (mut p, s) = w.open(&[HIERARCHY]);
+    for &(q, j, t) in &pending {
+        let healthy = q == ok;
+        assert_eq!(p.allocatable(&s, q, t), healthy, "allocatable in queue {q}");
+        assert_eq!(p.job_enqueueable(&s, j) == Vote::Permit, healthy, "enqueueable in queue {q}");
+        assert_eq!(p.preemptive(&s, q, t), healthy, "preemptive in queue {q}");
+    }
+    let ok_task = pending[3].2;
+    assert_eq!(attr(&p, root).allocated[0], 1000.0);
+    // Cut-off queues' pods are no victims; a cut-off reclaimer gets Reject.
+    assert_eq!(p.reclaimable(&s, ok_task, &[victim]).0, Vec::<u32>::new());
+    assert_eq!(p.reclaimable(&s, pending[1].2, &[]).1, Vote::Reject);
     // Flat mode does not care.
     let flat = World { b: SnapshotBuilder { snap }, names };
     assert!(flat.try_open(&[]).is_ok());
 
-    // A child capability above its parent's.
+    // A child capability above its parent's: the child is cut off, its
+    // sibling schedules.
     let mut w = World::new(&["nvidia.com/gpu"]);
     w.node(&[1000.0, GI, 10.0, 1000.0]);
     let root = w.queue("root", NONE);
@@ -1186,12 +1206,17 @@ fn broken_hierarchies_fail_the_session_open() {
     w.capability(parent, &[(CPU, 4000.0), (GPU, 1000.0)]);
     let child = w.queue("greedy", parent);
     w.capability(child, &[(GPU, 2000.0)]);
-    w.job(child, 1, PgRunning);
-    let err = w.try_open(&[HIERARCHY]).err().unwrap();
-    assert!(err.contains("queue \"greedy\" capability exceeds its parent \"team\""), "{err}");
-    assert!(err.contains("nvidia.com/gpu 2000 > 1000"), "{err}");
+    let sibling = w.queue("modest", parent);
+    let mut tasks = Vec::new();
+    for q in [child, sibling] {
+        let j = w.job(q, 1, PgPending);
+        tasks.push(w.task(j, &[100.0, 0.0, 0.0, 0.0], Pending, NONE));
+    }
+    let (mut p, s) = w.open(&[HIERARCHY]);
+    assert!(!p.allocatable(&s, child, tasks[0]));
+    assert!(p.allocatable(&s, sibling, tasks[1]));
 
-    // No root queue at all.
+    // No root queue at all: there is no tree.
     let mut w = World::new(&[]);
     w.node(&[1000.0, GI, 10.0]);
     let q = w.queue("default", NONE);
@@ -1199,28 +1224,34 @@ fn broken_hierarchies_fail_the_session_open() {
     assert!(w.try_open(&[HIERARCHY]).err().unwrap().contains("\"root\""));
 }
 
-/// As in Volcano, a job in a non-leaf queue makes the plugin refuse
-/// everything for the session (it stays up: no fault).
+/// A job in a non-leaf queue gets nothing; it does not stop the leaves
+/// (Volcano refuses everything for the session), and what it holds counts
+/// for its queue and the ancestors.
 #[test]
-fn job_in_a_non_leaf_queue_blocks_the_session() {
+fn job_in_a_non_leaf_queue_gets_nothing() {
     let mut w = World::new(&[]);
     let n = w.node(&[4000.0, 4.0 * GI, 10.0]);
     let root = w.queue("root", NONE);
     let parent = w.queue("parent", root);
     let leaf = w.queue("leaf", parent);
-    let other = w.queue("other", root);
     w.deserved(leaf, &[(CPU, 2000.0)]);
+    w.capability(parent, &[(CPU, 2000.0)]);
     let misplaced = w.job(parent, 1, PgRunning);
-    let victim = w.task(misplaced, &[1000.0], Running, n);
+    w.task(misplaced, &[1000.0], Running, n);
+    let stuck = w.job(parent, 1, PgPending);
+    let stuck_task = w.task(stuck, &[500.0], Pending, NONE);
     let j = w.job(leaf, 1, PgPending);
     w.min_resources(j, &[1000.0]);
     let t = w.task(j, &[1000.0], Pending, NONE);
+    let over = w.task(j, &[1500.0], Pending, NONE);
     let (mut p, s) = w.open(&[HIERARCHY]);
 
-    assert!(!p.allocatable(&s, leaf, t));
-    assert!(!p.preemptive(&s, leaf, t));
-    assert_eq!(p.job_enqueueable(&s, j), Vote::Reject);
-    assert_eq!(p.reclaimable(&s, t, &[victim]), (vec![], Vote::Reject));
-    assert_eq!(p.queue_order(&s, leaf), p.queue_order(&s, other));
-    assert_eq!(p.victim_queue_order(&s, other, leaf), 0.0);
+    assert!(!p.allocatable(&s, parent, stuck_task));
+    assert_eq!(p.job_enqueueable(&s, stuck), Vote::Reject);
+    assert_eq!(p.reclaimable(&s, stuck_task, &[]).1, Vote::Reject);
+    assert!(p.allocatable(&s, leaf, t));
+    assert_eq!(p.job_enqueueable(&s, j), Vote::Permit);
+    // The parent's 2 cpu hold the misplaced 1: 1.5 more do not fit.
+    assert!(!p.allocatable(&s, leaf, over));
+    assert_eq!(attr(&p, parent).allocated[0], 1000.0);
 }

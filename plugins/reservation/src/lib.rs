@@ -19,8 +19,11 @@
 //!   the job still needs; a node too small for its largest task is never
 //!   chosen. Big jobs together may lock at most `maxJobLockedFraction` of
 //!   the cluster in any dimension (default 1, no cap, as in Volcano; set it
-//!   so that one huge job cannot lock most of the cluster). The target is
-//!   admitted by enqueue (`job-enqueueable` Permit). With
+//!   so that one huge job cannot lock most of the cluster). A job needing
+//!   more than its queue's (or an ancestor's) capability is refused: no
+//!   quota will ever admit it. The plugin gives targets no pass at
+//!   admission (the host's enqueue votes on them first and holds their
+//!   queue while they are refused). With
 //!   `evictOverdue: true`, tasks running past their estimate on its nodes
 //!   are evicted. `lockStrategy: one-per-cycle` reproduces Volcano
 //!   v1.1 instead (one more node, the most idle, per cycle).
@@ -29,7 +32,8 @@ pub mod select;
 mod shapes;
 
 use select::{Candidate, Request};
-use tephra_sdk::{Args, ExtensionPoint as P, LockOwner, Policy, Session, TaskStatus, Vote, NONE};
+use tephra_sdk::bindings::tephra::scheduler::host::Kind;
+use tephra_sdk::{log, Args, ExtensionPoint as P, LockOwner, Policy, Session, TaskStatus, NONE};
 
 const GROUP_LABEL: &str = "volcano.sh/nodegroup-name";
 
@@ -52,7 +56,7 @@ pub struct Reservation {
 
 impl Policy for Reservation {
     const NAME: &'static str = "reservation";
-    const POINTS: &'static [P] = &[P::TargetJob, P::ReservedNodes, P::JobEnqueueable, P::VictimTasks, P::Events];
+    const POINTS: &'static [P] = &[P::TargetJob, P::ReservedNodes, P::VictimTasks, P::Events];
 
     fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
         self.min_request = match args.get("bigJobMinRequest") {
@@ -88,14 +92,6 @@ impl Policy for Reservation {
         let mut big: Vec<(i32, f64, i64, u32)> = jobs.iter().copied().filter(|&j| self.is_big(s, j)).map(key).collect();
         big.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)));
         big.first().map(|k| k.3)
-    }
-
-    fn job_enqueueable(&mut self, s: &Session, job: u32) -> Vote {
-        if s.snap.reservation_targets.contains(&job) {
-            Vote::Permit
-        } else {
-            Vote::Abstain
-        }
     }
 
     fn reserved_nodes(&mut self, s: &Session, owner: LockOwner, candidates: &[u32]) -> Result<Vec<u32>, String> {
@@ -156,6 +152,11 @@ impl Reservation {
         let pending: Vec<u32> =
             s.job_tasks(j).iter().copied().filter(|&t| s.task_status(t) == TaskStatus::Pending).collect();
         let need = job_need(s, j, &pending);
+        if let Some(why) = beyond_capability(s, s.job_queue(j), &need) {
+            // Its quota will never admit it: locking for it would hold the
+            // nodes, and its queue's admissions, for nothing.
+            return Err(format!("job needs {}, {why}", render(s, &need)));
+        }
         let largest =
             pending.iter().copied().max_by(|&a, &b| dominant(s, s.task_req(a)).total_cmp(&dominant(s, s.task_req(b))));
         let fits_largest = |n: u32| largest.is_none_or(|t| fits(s.task_req(t), s.node_allocatable(n)));
@@ -411,6 +412,30 @@ fn job_request(s: &Session, j: u32) -> Vec<f64> {
 
 /// What must still be placed for the job to start: its largest pending
 /// tasks, as many as minAvailable still lacks (all pending ones if none).
+/// Whether `need` exceeds the capability of queue `q` or an ancestor in
+/// some dimension (cpu or memory ≤ 0 means unset, as in Volcano).
+fn beyond_capability(s: &Session, q: u32, need: &[f64]) -> Option<String> {
+    let mut at = q;
+    for _ in 0..=s.queues() {
+        if at == NONE || at as usize >= s.queues() {
+            return None;
+        }
+        for x in s.snap.queue_capability.iter().filter(|x| x.owner == at) {
+            let k = x.dim as usize;
+            let unset = k < 2 && x.value <= 0.0;
+            if !unset && need.get(k).is_some_and(|&n| n > x.value + 1e-9) {
+                return Some(format!(
+                    "more than queue {}'s capability {}",
+                    log::name(Kind::Queue, at),
+                    amount(s, k, x.value)
+                ));
+            }
+        }
+        at = s.snap.queue_parent[at as usize];
+    }
+    None
+}
+
 fn job_need(s: &Session, j: u32, pending: &[u32]) -> Vec<f64> {
     let lacking = s.job_min_available(j).saturating_sub(s.job_ready[j as usize]) as usize;
     let mut sorted = pending.to_vec();

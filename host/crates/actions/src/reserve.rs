@@ -89,7 +89,7 @@ fn lock_for_target(ssn: &mut Session, j: u32) -> bool {
             true
         }
         Some(Err(reason)) => {
-            ssn.note_job(j, format!("reservation refused: {reason}"));
+            ssn.add_job_note(j, &format!("reservation refused: {reason}"));
             ssn.release_target(j);
             false
         }

@@ -582,15 +582,20 @@ impl Policies {
     /// Tier voting (pipelined, enqueueable): a Reject decides at once, a Permit
     /// decides at the end of its tier, no decision ⇒ true. Closed ⇒ Reject.
     pub fn vote(&mut self, events: &[Event], call: Call<'_>) -> bool {
+        self.rejected_by(events, call).is_none()
+    }
+
+    /// The tier vote, naming the plugin that rejected (None: admitted).
+    pub fn rejected_by(&mut self, events: &[Event], call: Call<'_>) -> Option<String> {
         let mut permit_tier: Option<usize> = None;
-        let mut rejected = false;
-        self.each(events, call, |ti, _, a| {
+        let mut rejected = None;
+        self.each(events, call, |ti, name, a| {
             if permit_tier.is_some_and(|t| ti > t) {
                 return Ok(false);
             }
             match a {
                 Reply::Answer(Answer::Vote(Vote::Reject)) | Reply::Closed => {
-                    rejected = true;
+                    rejected = Some(name.to_string());
                     Ok(false)
                 }
                 Reply::Answer(Answer::Vote(Vote::Permit)) => {
@@ -601,7 +606,7 @@ impl Policies {
                 Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
             }
         });
-        !rejected
+        rejected
     }
 
     /// The first plugin that finds the job invalid, with its reason. Closed

@@ -11,6 +11,7 @@
 pub mod controller;
 pub mod events;
 pub mod leader;
+pub mod review;
 pub mod sink;
 pub mod source;
 pub mod status;
@@ -18,6 +19,7 @@ pub mod status;
 use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tephra_model::cluster::Cluster;
@@ -202,6 +204,11 @@ impl Kube {
         Ok(Some((kube, cluster)))
     }
 
+    /// A token reviewer on this driver's client, for the admin surface.
+    pub fn reviewer(&self) -> review::Reviewer {
+        review::Reviewer::new(self.client.clone())
+    }
+
     /// Stops the Lease campaign (releasing the Lease) and the watches.
     pub fn shutdown(self) {
         let Kube { rt, elector, watches, .. } = self;
@@ -265,7 +272,7 @@ impl Driver for Kube {
                 || cluster.pods.changed_whole_since(p)
         });
         if changed {
-            self.rt.block_on(report_problems(&self.rec, cluster, &self.store));
+            self.rt.block_on(report_problems(&self.client, &self.rec, cluster, &self.store));
             self.reported = Some(marks);
         }
         // Sent once this cycle's binds are in: they are what pods wait for.
@@ -334,6 +341,9 @@ impl Driver for Kube {
         for (q, lock) in &r.queues {
             tracing::info!("adopted queue {q}'s reservation of {}", lock.nodes.join(", "));
         }
+        for (job, nodes) in &r.targets {
+            tracing::info!("adopted big job {job}'s reservation of [{}]", nodes.join(", "));
+        }
         Some(r)
     }
 }
@@ -361,22 +371,45 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
 /// (repeated only when it changes): a queue problem (a broken hierarchy,
 /// where the quota plugins refuse to schedule; a quota rule), and what the
 /// simulator reports as waiting for a missing object — a pod of ours whose
-/// PodGroup, or a PodGroup whose queue, does not exist.
-async fn report_problems(rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
+/// PodGroup, or a PodGroup whose queue, does not exist. Such pods (a
+/// PodGroup's: each of its waiting pods of ours) also get the reason as
+/// their `PodScheduled=False` condition: no session sees them to give one.
+async fn report_problems(client: &Client, rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
     let findings = tephra_model::validate::rules(&cluster.queues);
     for (queue, problem) in findings.by_queue() {
         let Some(meta) = store.queues.get(queue) else { continue };
         let r = events::reference(source::VOLCANO_API, "Queue", None, queue, &meta.uid);
         rec.emit(&r, events::Kind::Warning, "InvalidQueue", problem).await;
     }
-    for (key, why) in cluster.dangling() {
-        let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-        let r = match (store.pods.get(&key), store.podgroups.get(&key)) {
+    let dangling = cluster.dangling();
+    let groups: HashMap<&str, &str> = dangling.iter().map(|(k, why)| (k.as_str(), why.as_str())).collect();
+    for (key, why) in &dangling {
+        let (ns, name) = key.split_once('/').unwrap_or(("", key));
+        let r = match (store.pods.get(key), store.podgroups.get(key)) {
             (Some(p), _) if p.ours => events::reference("v1", "Pod", Some(ns), name, &p.uid),
             (None, Some(g)) => events::reference(source::VOLCANO_API, "PodGroup", Some(ns), name, &g.uid),
             _ => continue,
         };
-        rec.emit(&r, events::Kind::Warning, "FailedScheduling", &why).await;
+        rec.emit(&r, events::Kind::Warning, "FailedScheduling", why).await;
+    }
+    for p in cluster.pods.iter().filter(|p| p.node.is_none() && !p.deleting) {
+        let key = p.key();
+        let group = p.group.as_ref().map(|g| format!("{}/{g}", p.namespace));
+        let why = match (groups.get(key.as_str()), group.and_then(|g| Some((groups.get(g.as_str())?, g)))) {
+            (Some(why), _) => why.to_string(),
+            (None, Some((why, g))) => format!("PodGroup {g}: {why}"),
+            (None, None) => continue,
+        };
+        let Some(meta) = store.pods.get(&key).filter(|m| m.ours) else { continue };
+        if meta.scheduled.as_ref().is_some_and(|c| c.status == "False" && c.message.as_deref() == Some(&why)) {
+            continue;
+        }
+        let pod = sink::PodRef { namespace: p.namespace.clone(), name: p.name.clone(), uid: meta.uid.clone() };
+        let cond =
+            serde_json::json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": why});
+        if let Err(e) = sink::set_condition(client, &pod, cond).await {
+            tracing::warn!("condition of Pod {key}: {e}");
+        }
     }
 }
 

@@ -272,6 +272,22 @@ pub struct ObjMeta {
     rv: String,
     /// The object's `status`, which the driver's writes are compared with.
     pub status: serde_json::Value,
+    /// A PodGroup's [`TARGET_ANNOTATION`]: the big-job reservation the
+    /// last leader wrote, as written.
+    pub target: Option<String>,
+}
+
+/// The PodGroup annotation that keeps a big-job reservation across leaders
+/// (`{"rank":0,"nodes":["n1"]}`): Volcano's PodGroup status schema has no
+/// place for it, so the API server would prune a status field.
+pub const TARGET_ANNOTATION: &str = "tephra.io/reservation";
+
+/// A PodGroup's big-job reservation, as kept in [`TARGET_ANNOTATION`].
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Target {
+    /// Its place in the election order.
+    pub rank: usize,
+    pub nodes: Vec<String>,
 }
 
 /// Positions in the cluster's lists, by key.
@@ -690,7 +706,7 @@ impl Store {
             return self.queue_deleted(c, &key);
         };
         let status = o.data.get("status").cloned().unwrap_or_default();
-        self.queues.insert(key.clone(), ObjMeta { uid, rv, status });
+        self.queues.insert(key.clone(), ObjMeta { uid, rv, status, target: None });
         match self.index.queues.get(&key) {
             Some(&i) if c.queues[i] == queue => {}
             Some(&i) => c.queues[i] = queue,
@@ -715,7 +731,8 @@ impl Store {
             return self.podgroup_deleted(c, &key);
         };
         let status = o.data.get("status").cloned().unwrap_or_default();
-        self.podgroups.insert(key.clone(), ObjMeta { uid, rv, status });
+        let target = o.metadata.annotations.as_ref().and_then(|a| a.get(TARGET_ANNOTATION)).cloned();
+        self.podgroups.insert(key.clone(), ObjMeta { uid, rv, status, target });
         self.put_group(c, key, group);
     }
 
@@ -940,11 +957,23 @@ impl Store {
 
     /// Forgets every assumption (on losing leadership): the cluster shows
     /// what the API server said.
-    /// The queue reservations the last leader wrote (`status.reservation.nodes`),
-    /// to be adopted at `now_ms`: a failover or a restart keeps the locked
-    /// nodes instead of choosing afresh.
+    /// The reservations the last leader wrote — queues' `status.reservation.nodes`,
+    /// big-job targets' [`TARGET_ANNOTATION`] — to be adopted at `now_ms`: a
+    /// failover or a restart keeps the locked nodes and the elected jobs
+    /// instead of choosing afresh. An annotation that does not parse is
+    /// skipped with a warning (that job is elected again, or not).
     pub fn persisted_reservations(&self, now_ms: i64) -> tephra_session::reservation::Reservations {
         let mut r = tephra_session::reservation::Reservations::default();
+        let mut targets: Vec<(usize, String, Vec<String>)> = Vec::new();
+        for (key, meta) in &self.podgroups {
+            let Some(text) = &meta.target else { continue };
+            match serde_json::from_str::<Target>(text) {
+                Ok(t) => targets.push((t.rank, key.clone(), t.nodes)),
+                Err(e) => tracing::warn!("PodGroup {key}: annotation {TARGET_ANNOTATION}: {e}; not adopted"),
+            }
+        }
+        targets.sort();
+        r.targets = targets.into_iter().map(|(_, key, nodes)| (key, nodes)).collect();
         for (queue, meta) in &self.queues {
             let nodes: Vec<String> = meta.status["reservation"]["nodes"]
                 .as_array()

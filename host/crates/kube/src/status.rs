@@ -1,11 +1,12 @@
 //! Writes what a cycle learned back to the API server, each only when it
 //! differs from what the watch cache holds: PodGroup phase, counters and
-//! conditions; Queue `status.allocated`; pod `PodScheduled=False` with the
+//! conditions; big-job targets as a PodGroup annotation; Queue
+//! `status.allocated` and `status.reservation`; pod `PodScheduled=False` with the
 //! per-plugin reason; Events `FailedScheduling`, `Unschedulable`, `Scheduled`.
 
 use super::events::{reference, Kind, Recorder};
 use super::sink::{set_condition, PodRef};
-use super::source::{podgroup_resource, queue_resource, Store, VOLCANO_API};
+use super::source::{podgroup_resource, queue_resource, Store, Target, TARGET_ANNOTATION, VOLCANO_API};
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -46,6 +47,7 @@ pub fn queue_status_extra(out: &Outcome, queue: &str) -> serde_json::Map<String,
 /// Writes statuses and events for one cycle, `concurrency` writes at a time.
 pub async fn write(client: &Client, out: &Outcome, c: &Cluster, store: &Store, rec: &Recorder, concurrency: usize) {
     podgroups(client, out, c, store, rec, concurrency).await;
+    targets(client, out, store).await;
     queues(client, out, c, store).await;
     pods(client, out, c, store, rec, concurrency).await;
 }
@@ -119,6 +121,38 @@ async fn podgroups(client: &Client, out: &Outcome, c: &Cluster, store: &Store, r
             }
         })
         .await;
+}
+
+/// Big-job targets as PodGroup annotations ([`TARGET_ANNOTATION`]), so
+/// the next leader adopts them: written when a target or its nodes change,
+/// removed when it is no longer elected.
+async fn targets(client: &Client, out: &Outcome, store: &Store) {
+    let want: BTreeMap<&str, String> = out
+        .reservations
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(rank, (key, nodes))| {
+            let t = Target { rank, nodes: nodes.clone() };
+            Some((key.as_str(), serde_json::to_string(&t).ok()?))
+        })
+        .collect();
+    let stale = store.podgroups.iter().filter(|(k, m)| m.target.is_some() && !want.contains_key(k.as_str()));
+    let mut writes: Vec<(&str, Value)> = stale.map(|(k, _)| (k.as_str(), Value::Null)).collect();
+    for (key, text) in &want {
+        let Some(meta) = store.podgroups.get(*key) else { continue };
+        if meta.target.as_deref() != Some(text.as_str()) {
+            writes.push((key, json!(text)));
+        }
+    }
+    for (key, value) in writes {
+        let Some((ns, name)) = key.split_once('/') else { continue };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &podgroup_resource());
+        let patch = json!({"metadata": {"annotations": {TARGET_ANNOTATION: value}}});
+        if let Err(e) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::warn!("annotation {TARGET_ANNOTATION} of PodGroup {key}: {e}");
+        }
+    }
 }
 
 async fn queues(client: &Client, out: &Outcome, c: &Cluster, store: &Store) {

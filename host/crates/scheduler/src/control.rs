@@ -34,6 +34,11 @@ pub struct QueueRow {
     pub share: Option<f64>,
     /// PodGroups in the queue.
     pub jobs: usize,
+    /// Σ requests of its pods not finished, placed or waiting.
+    pub request: ResourceList,
+    /// `spec.capability` (empty: none).
+    pub capability: ResourceList,
+    pub weight: f64,
 }
 
 /// One row of the plugin table.
@@ -67,6 +72,8 @@ pub struct Status {
     pub plugins: Vec<PluginRow>,
     pub queues: Vec<QueueRow>,
     pub figures: Vec<Figure>,
+    /// Volcano's metrics, as the loop records them.
+    pub metrics: Option<crate::metrics::Metrics>,
 }
 
 /// The loop's end: commands to apply, and where to publish.
@@ -125,6 +132,7 @@ impl Control {
         s.plugins = plugin_rows(sched);
         s.queues = queues;
         s.figures = figures;
+        s.metrics = Some(sched.metrics.clone());
     }
 }
 
@@ -156,8 +164,16 @@ pub fn plugin_rows(sched: &Scheduler) -> Vec<PluginRow> {
 pub fn queue_rows(cluster: &Cluster, outcome: Option<&Outcome>) -> Vec<QueueRow> {
     use std::collections::HashMap;
     let qi: HashMap<&str, usize> = cluster.queues.iter().enumerate().map(|(i, q)| (q.name.as_str(), i)).collect();
-    let mut rows: Vec<QueueRow> =
-        cluster.queues.iter().map(|q| QueueRow { name: q.name.clone(), ..Default::default() }).collect();
+    let mut rows: Vec<QueueRow> = cluster
+        .queues
+        .iter()
+        .map(|q| QueueRow {
+            name: q.name.clone(),
+            capability: q.capability.clone(),
+            weight: q.weight,
+            ..Default::default()
+        })
+        .collect();
     let mut group_queue: HashMap<(&str, &str), usize> = HashMap::new();
     for g in cluster.podgroups.iter() {
         if let Some(&q) = qi.get(g.queue.as_str()) {
@@ -166,14 +182,17 @@ pub fn queue_rows(cluster: &Cluster, outcome: Option<&Outcome>) -> Vec<QueueRow>
         }
     }
     for p in cluster.pods.iter() {
-        if p.node.is_none() || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
+        if p.deleting || matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed) {
             continue;
         }
         let Some(&q) = p.group.as_deref().and_then(|g| group_queue.get(&(p.namespace.as_str(), g))) else {
             continue;
         };
         for (k, v) in &p.requests {
-            *rows[q].allocated.entry(k.clone()).or_default() += v;
+            *rows[q].request.entry(k.clone()).or_default() += v;
+            if p.node.is_some() {
+                *rows[q].allocated.entry(k.clone()).or_default() += v;
+            }
         }
     }
     // The session's queue ids follow the cluster's queue order.

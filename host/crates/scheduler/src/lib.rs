@@ -6,6 +6,7 @@
 //! it shares with an admin surface.
 
 pub mod control;
+pub mod metrics;
 pub mod run;
 pub mod scheduler;
 pub mod shadow;

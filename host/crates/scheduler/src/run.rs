@@ -149,9 +149,10 @@ impl<D: Driver> Loop<D> {
         report
     }
 
-    fn publish(&self, ready: bool, outcome: Option<&Outcome>) {
+    fn publish(&mut self, ready: bool, outcome: Option<&Outcome>) {
         if let Some(c) = &self.control {
             let queues: Vec<QueueRow> = queue_rows(&self.cluster, outcome);
+            self.scheduler.metrics.queues(&queues);
             c.publish(&self.scheduler, ready || self.driver.ready(), queues, self.driver.figures());
         }
     }

@@ -58,6 +58,12 @@ pub struct Scheduler {
     /// Plugins promoted and not yet through a clean cycle.
     pub on_probation: Vec<String>,
     pub stats: Stats,
+    /// Volcano's metrics.
+    pub metrics: crate::metrics::Metrics,
+    /// The latest session's opening and its plugins' time in calls, for
+    /// the metrics.
+    last_open: Duration,
+    last_plugin_secs: Vec<(String, f64)>,
     /// The latest fault message per plugin.
     pub last_errors: BTreeMap<String, String>,
     /// What happened to plugin versions, for reports (cleared by the caller).
@@ -89,6 +95,9 @@ impl Scheduler {
             last_errors: BTreeMap::new(),
             notices: Vec::new(),
             reservations: Reservations::default(),
+            metrics: Default::default(),
+            last_open: Duration::ZERO,
+            last_plugin_secs: Vec::new(),
             sessions: SnapshotCache::default(),
             shadow_diffs: Vec::new(),
         }
@@ -193,11 +202,15 @@ impl Scheduler {
                 }
             }
         });
-        for (name, secs) in timings {
-            let e = self.stats.actions.entry(name).or_default();
+        for (name, secs) in &timings {
+            let e = self.stats.actions.entry(name.clone()).or_default();
             e.0 += 1;
             e.1 += secs;
         }
+        let ms = |pairs: &[(String, f64)]| -> Vec<(String, f64)> {
+            pairs.iter().map(|(n, s)| (n.clone(), s * 1000.0)).collect()
+        };
+        let plugin_ms = ms(&self.last_plugin_secs);
         let shadows: Vec<WasmPlugin> = self.shadows.values().cloned().collect();
         self.shadow_diffs.clear();
         for shadow in shadows {
@@ -212,6 +225,9 @@ impl Scheduler {
         self.stats.cycles += 1;
         self.stats.last_cycle = started.elapsed();
         self.stats.cycle_seconds_sum += self.stats.last_cycle.as_secs_f64();
+        let total_ms = self.stats.last_cycle.as_secs_f64() * 1000.0;
+        self.metrics.cycle(total_ms, self.last_open.as_secs_f64() * 1000.0, &ms(&timings), &plugin_ms);
+        self.metrics.outcome(cluster, &outcome, now_ms);
         for d in &outcome.decisions {
             match d {
                 Decision::Bind { .. } => self.stats.binds += 1,
@@ -278,8 +294,10 @@ impl Scheduler {
         if !self.config.actions.iter().any(|a| a == "elect" || a == "reserve") {
             self.reservations = Reservations::default();
         }
+        let opening = Instant::now();
         let mut ssn =
             Session::open_cached(&mut self.sessions, cluster, policies, overrides, now_ms, seed, &self.reservations);
+        self.last_open = opening.elapsed();
         self.last_snapshot = Some((ssn.snap.clone(), ssn.names.clone()));
         ssn.actions = self.config.actions.clone();
         ssn.action_args = self.config.action_args.clone();
@@ -287,7 +305,9 @@ impl Scheduler {
         f(&mut ssn);
         let (outcome, mut policies) = ssn.close_cached(&mut self.sessions);
         self.reservations = outcome.reservations.clone();
+        self.last_plugin_secs.clear();
         for (name, calls, secs) in policies.take_call_stats() {
+            self.last_plugin_secs.push((name.clone(), secs));
             let e = self.stats.plugins.entry(name).or_default();
             e.0 += calls;
             e.1 += secs;

@@ -337,6 +337,17 @@ impl Session {
         self.job_reasons.entry(j).or_insert(reason);
     }
 
+    /// Adds `more` to job `j`'s reason (after the first, with "; ").
+    pub fn add_job_note(&mut self, j: u32, more: &str) {
+        match self.job_reasons.get_mut(&j) {
+            Some(r) => {
+                r.push_str("; ");
+                r.push_str(more);
+            }
+            None => self.note_job(j, more.to_string()),
+        }
+    }
+
     /// The gang condition Volcano writes at session close: `Scheduled` when
     /// the job is ready, else `Unschedulable` with how many tasks are missing.
     fn condition(&self, j: u32) -> Option<Condition> {
