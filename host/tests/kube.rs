@@ -9,6 +9,7 @@
 //! `TEPHRA_K8S_SKIP=1` skips them with a loud message; otherwise a missing
 //! kube-apiserver is a failure (run `tests/k8s/env.sh install`).
 
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -201,12 +202,17 @@ struct Tephra {
 
 impl Tephra {
     fn start(c: &Cluster, tag: &str, extra: &[&str]) -> Tephra {
+        Tephra::start_as(c, &c.sa_kubeconfig, tag, extra)
+    }
+
+    /// `tephra run` with this kubeconfig.
+    fn start_as(c: &Cluster, kubeconfig: &Path, tag: &str, extra: &[&str]) -> Tephra {
         let log = c.dir.join(format!("tephra-{tag}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_tephra"))
             .arg("run")
             .arg("--kubeconfig")
-            .arg(&c.sa_kubeconfig)
+            .arg(kubeconfig)
             .args(if extra.contains(&"--period") { &[][..] } else { &["--period", "300ms"][..] })
             .args(["--identity", tag])
             .args(extra)
@@ -1326,6 +1332,108 @@ fn deploy_manifests_validate() {
     }
 }
 
+/// The Helm chart (deploy/chart): its default rendering is the plain
+/// manifests in deploy/ (generated from it by `./dev manifests`). Rendered
+/// for another namespace and scheduler name, it passes server-side dry run
+/// on the real API server and applies; `tephra run` with the rendered config,
+/// as the rendered ServiceAccount and with the rendered RBAC only, binds a
+/// pod; promote needs a user the rendered tephra-plugin-admin role allows.
+#[test]
+fn helm_chart_renders_the_manifests_applies_and_schedules() {
+    if skip() {
+        return;
+    }
+    let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
+    let helm = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("helm");
+    let c = Cluster::start("chart");
+    let rendered = c.dir.join("rendered");
+    std::fs::create_dir_all(&rendered).unwrap();
+    let st = Command::new(repo().join("deploy/chart/render.sh")).arg(&helm).arg(&rendered).status().unwrap();
+    assert!(st.success(), "render.sh failed");
+    for f in ["10-crds.yaml", "20-rbac.yaml", "30-config.yaml", "40-scheduler.yaml"] {
+        let want = std::fs::read_to_string(rendered.join(f)).unwrap();
+        let have = std::fs::read_to_string(repo().join("deploy").join(f)).unwrap();
+        assert!(want == have, "deploy/{f} is not the chart's rendering: run ./dev manifests");
+    }
+    // Another release: namespace `sched`, scheduler name `chart-sched`, token auth off.
+    let out = Command::new(&helm)
+        .args(["template", "other", repo().join("deploy/chart").to_str().unwrap(), "--namespace", "sched"])
+        .args(["--set", "schedulerName=chart-sched", "--set", "image.tag=test", "--set", "replicas=1"])
+        .env("HELM_CACHE_HOME", c.dir.join("helm"))
+        .env("HELM_CONFIG_HOME", c.dir.join("helm"))
+        .env("HELM_DATA_HOME", c.dir.join("helm"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    namespace(&c, "sched");
+    let dry = c.try_kubectl(&["apply", "--dry-run=server", "-f", "-"], Some(&yaml)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(dry.contains("deployment.apps/tephra-scheduler created (server dry run)"), "{dry}");
+    c.apply(&yaml);
+    // What the chart configured, taken from the objects it rendered.
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .filter_map(|d| serde_yaml::from_value::<Value>(serde_yaml::Value::deserialize(d).ok()?).ok())
+        .filter(|v| !v.is_null())
+        .collect();
+    let config = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == "tephra-scheduler-config")
+        .and_then(|d| d["data"]["volcano-scheduler.conf"].as_str())
+        .expect("the rendered scheduler config");
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").expect("the rendered Deployment");
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        args.contains(&"--scheduler-name=chart-sched") && args.contains(&"--leader-elect-resource-namespace=sched")
+    );
+    let conf = c.dir.join("chart.conf");
+    std::fs::write(&conf, config).unwrap();
+    // The chart's bindings (same names as deploy/'s, applied by the harness) now name its ServiceAccount.
+    let roles = c.json(&["get", "clusterrolebinding", "tephra-scheduler"]);
+    assert_eq!(roles["subjects"][0]["namespace"], "sched", "{roles}");
+    let text = std::fs::read_to_string(&c.sa_kubeconfig).unwrap();
+    let kubeconfig = c.dir.join("kubeconfig-chart");
+    std::fs::write(&kubeconfig, text.replace("serviceaccount:tephra-system:tephra", "serviceaccount:sched:tephra"))
+        .unwrap();
+    // The Deployment's own arguments, but for the files' paths and the admin port.
+    let mut run_args: Vec<String> = args
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with("--config=") && !a.starts_with("--plugins=") && !a.starts_with("--admin="))
+        .map(|a| a.to_string())
+        .collect();
+    run_args.extend(["--config".into(), conf.to_str().unwrap().into(), "--admin".into(), "127.0.0.1:0".into()]);
+    let refs: Vec<&str> = run_args.iter().map(String::as_str).collect();
+    let mut t = Tephra::start_as(&c, &kubeconfig, "chart", &refs);
+    c.node("n1", "4");
+    let ns = "t-chart";
+    namespace(&c, ns);
+    c.apply(&pod(ns, "p", "1", None, "").replace("schedulerName: volcano", "schedulerName: chart-sched"));
+    assert_eq!(bound(&c, ns, "p"), "n1", "{}", t.log());
+    // The chart's Lease, in its namespace.
+    let holder = c.kubectl(&["get", "lease", "-n", "sched", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
+    assert_eq!(holder, "chart");
+    // Kubernetes admin auth, through the chart's RBAC.
+    let answer = t.admin_request("POST", "/plugins/gang/rollback", None);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    c.apply(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: operator, namespace: default}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: operator-plugins}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tephra-plugin-admin}\n\
+         subjects: [{kind: ServiceAccount, name: operator, namespace: default}]\n",
+    );
+    let token = c.kubectl(&["create", "token", "operator", "-n", "default"]);
+    // Authorized: the answer is the scheduler's (no earlier version of gang to go back to).
+    let answer = t.admin_request("POST", "/plugins/gang/rollback", Some(token.trim()));
+    assert!(answer.starts_with("HTTP/1.1 409"), "{answer}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
 /// Queue reservation through the API: status.reservation lists the locked
 /// node and its idle total, another queue's pod stays off that node, and
 /// removing the guarantee clears the status.
@@ -1400,6 +1508,7 @@ fn broken_queue_hierarchy_stops_the_queue_concerned_with_an_event() {
         c.events("default", "InvalidQueue").into_iter().find(|(o, _)| o == "b")
     });
     assert!(message.contains("spec.parent: queue \"nowhere\" does not exist"), "{message}");
+    assert!(t.log().contains("Queue b: spec.parent: queue \"nowhere\" does not exist"), "on stderr too: {}", t.log());
     wait(&c, ns, 60, "p in the healthy queue bound", || (c.placements(ns)["p"] == "n1").then_some(()));
     let cond = wait(&c, ns, 30, "q PodScheduled=False", || {
         let p = c.json(&["get", "pod", "-n", ns, "q"]);

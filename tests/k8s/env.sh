@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real kube-apiserver + etcd on loopback for tephra's Kubernetes tests.
 #
-#   env.sh install      apt-get etcd-server, build kube-apiserver, kubectl and
-#                       kube-scheduler (only what is missing; safe to run again)
+#   env.sh install      apt-get etcd-server, build kube-apiserver, kubectl,
+#                       kube-scheduler and helm (only what is missing; safe to
+#                       run again)
 #   env.sh start DIR    certificates, token, etcd and kube-apiserver on
 #                       127.0.0.1 with state and logs in DIR; waits for
 #                       /readyz and prints DIR/kubeconfig
@@ -10,8 +11,8 @@
 #                       started)
 #   env.sh restart-apiserver DIR
 #                       stops kube-apiserver and starts it with the same flags
-#   env.sh bindir       prints the directory holding kube-apiserver, kubectl and
-#                       kube-scheduler
+#   env.sh bindir       prints the directory holding kube-apiserver, kubectl,
+#                       kube-scheduler and helm
 #
 # Progress goes to stderr; stdout carries only the printed path. See README.md.
 set -euo pipefail
@@ -29,6 +30,11 @@ BIN="$CACHE/bin"
 APISERVER="$BIN/kube-apiserver"
 KUBECTL="$BIN/kubectl"
 SCHEDULER="$BIN/kube-scheduler"
+# Helm, for the chart's test (deploy/chart): its Go module, verified by the
+# checksum database; the version it stamps is the one pinned here.
+HELM_VERSION=v3.22.0
+HELM_COMMIT=144ca65f8501953fa8b41cd1d37c7223051c85b7
+HELM="$BIN/helm"
 
 # Settings (environment):
 #   TEPHRA_K8S_CACHE            where the built binaries go
@@ -136,6 +142,28 @@ build_binaries() {
     log "built $APISERVER, $KUBECTL and $SCHEDULER"
 }
 
+build_helm() {
+    if [[ -x "$HELM" ]] && "$HELM" version --template '{{.Version}}' 2>/dev/null | grep -qx "$HELM_VERSION"; then
+        log "helm $HELM_VERSION already in $BIN"
+        return
+    fi
+    command -v go >/dev/null || apt_install golang-go
+    local minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+    local v=helm.sh/helm/v3/internal/version ldflags tmp
+    # What helm's Makefile stamps: its version, and the Kubernetes release
+    # `.Capabilities.KubeVersion` and lint assume (this harness's).
+    ldflags="-s -w -X $v.version=$HELM_VERSION -X $v.gitCommit=$HELM_COMMIT -X $v.gitTreeState=clean"
+    for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        ldflags+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+    done
+    tmp="$(mktemp -d "$CACHE/build.XXXXXX")"
+    log "building helm $HELM_VERSION (about 4 minutes on 2 cores)"
+    GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+    mv -f "$tmp/helm" "$HELM"
+    rmdir "$tmp"
+    log "built $HELM"
+}
+
 cmd_install() {
     mkdir -p "$CACHE"
     # One install at a time per cache directory (parallel test jobs).
@@ -152,9 +180,11 @@ cmd_install() {
     log "etcd: $("$(find_etcd)" --version 2>/dev/null | head -1)"
 
     build_binaries
+    build_helm
     log "kube-apiserver: $("$APISERVER" --version)"
     log "kubectl: $("$KUBECTL" version --client 2>/dev/null | head -1)"
     log "kube-scheduler: $("$SCHEDULER" --version)"
+    log "helm: $("$HELM" version --short)"
 }
 
 # --- start / stop -----------------------------------------------------------

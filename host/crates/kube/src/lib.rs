@@ -377,6 +377,7 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
 async fn report_problems(client: &Client, rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
     let findings = tephra_model::validate::rules(&cluster.queues);
     for (queue, problem) in findings.by_queue() {
+        tracing::warn!("Queue {queue}: {problem}");
         let Some(meta) = store.queues.get(queue) else { continue };
         let r = events::reference(source::VOLCANO_API, "Queue", None, queue, &meta.uid);
         rec.emit(&r, events::Kind::Warning, "InvalidQueue", problem).await;
@@ -384,6 +385,7 @@ async fn report_problems(client: &Client, rec: &events::Recorder, cluster: &Clus
     let dangling = cluster.dangling();
     let groups: HashMap<&str, &str> = dangling.iter().map(|(k, why)| (k.as_str(), why.as_str())).collect();
     for (key, why) in &dangling {
+        tracing::warn!("{key}: {why}");
         let (ns, name) = key.split_once('/').unwrap_or(("", key));
         let r = match (store.pods.get(key), store.podgroups.get(key)) {
             (Some(p), _) if p.ours => events::reference("v1", "Pod", Some(ns), name, &p.uid),
