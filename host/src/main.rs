@@ -69,6 +69,19 @@ enum PluginCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Publish a component to an OCI registry (the CNCF Wasm artifact layout), after checking
+    /// it; prints the reference pinned by digest, for a Plugin object's spec.source.oci.reference.
+    Push {
+        file: PathBuf,
+        /// host[:port]/repository[:tag]
+        reference: String,
+        /// Plain HTTP (a registry on loopback).
+        #[arg(long)]
+        insecure: bool,
+        /// Registry user; the password is read from $TEPHRA_REGISTRY_PASSWORD.
+        #[arg(long)]
+        username: Option<String>,
+    },
 }
 
 /// How `tephra simulate` runs.
@@ -483,6 +496,30 @@ fn check(file: PathBuf) -> Result<()> {
     Ok(())
 }
 
+/// Checks the component (as `plugin check`), then pushes it.
+fn push(file: PathBuf, reference: &str, insecure: bool, username: Option<String>) -> Result<()> {
+    check(file.clone())?;
+    let bytes = tephra::files::read(&file)?;
+    let basic = match username {
+        None => None,
+        Some(u) => {
+            let p = std::env::var("TEPHRA_REGISTRY_PASSWORD")
+                .map_err(|_| anyhow!("--username needs the password in $TEPHRA_REGISTRY_PASSWORD"))?;
+            Some((u, p))
+        }
+    };
+    let creds = tephra::k8s::oci::Credentials { basic };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let pinned = rt.block_on(tephra::k8s::oci::push(&bytes, reference, &creds, insecure))?;
+    emit(&format!(
+        "pushed {}
+{pinned}
+",
+        file.display()
+    ));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
@@ -495,6 +532,9 @@ fn main() -> ExitCode {
         Command::Run(s) => serve(s).map(|_| true),
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
+        Command::Plugin { command: PluginCommand::Push { file, reference, insecure, username } } => {
+            push(file, &reference, insecure, username).map(|_| true)
+        }
         Command::Plugin { command: PluginCommand::New { name, lang, dir } } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             tephra::scaffold::new_plugin(&name, &lang, &dir).map(|files| {

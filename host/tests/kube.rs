@@ -912,7 +912,7 @@ fn shadow_diffs_in_metrics() {
         assert_eq!(bound(&c, ns, &format!("p{i}")), "rack-a", "the shadow's choice is never applied");
     }
     let live =
-        |kind: &str| t.metric(&format!("tephra_shadow_decision_diffs_total{{plugin=\"prefer\",kind=\"{kind}\"}}"));
+        |kind: &str| t.metric(&format!("tephra_shadow_decision_diffs_total{{kind=\"{kind}\",plugin=\"prefer\"}}"));
     assert_eq!(live("binds_live_only"), Some(3.0), "{}", t.admin_get("/metrics"));
     assert_eq!(live("binds_shadow_only"), Some(3.0));
     assert_eq!(live("evictions_live_only"), Some(0.0));
@@ -981,6 +981,188 @@ fn admin_changes_need_a_kubernetes_user_rbac_allows() {
     assert_eq!(status(&answer), "200", "{answer}");
     assert_eq!(table(), [("first".into(), "previous".into()), ("last".into(), "live".into())]);
     assert!(t.log().contains("system:serviceaccount:default:operator asked to promote plugin prefer"), "{}", t.log());
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A real OCI registry (distribution's, built by env.sh) on a free loopback
+/// port, in memory, killed on drop.
+struct Registry {
+    child: Child,
+    addr: String,
+}
+
+impl Registry {
+    fn start(c: &Cluster) -> Registry {
+        let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
+        let bin = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("registry");
+        let conf = c.dir.join("registry.yml");
+        std::fs::write(
+            &conf,
+            "version: 0.1\nlog: {level: info}\nstorage: {inmemory: {}}\nhttp: {addr: 127.0.0.1:0, secret: test}\n",
+        )
+        .unwrap();
+        let log = c.dir.join("registry.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(bin)
+            .arg("serve")
+            .arg(&conf)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("the registry (run tests/k8s/env.sh install)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let addr = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(a) = text.split("listening on ").nth(1).and_then(|r| r.split(['"', ' ', '\n']).next()) {
+                break a.to_string();
+            }
+            assert!(Instant::now() < deadline, "the registry did not start:\n{text}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        Registry { child, addr }
+    }
+
+    /// `tephra plugin push FILE` as repository `repo`; the pinned reference it prints.
+    fn push(&self, file: &Path, repo: &str) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+            .args(["plugin", "push"])
+            .arg(file)
+            .arg(format!("{}/{repo}", self.addr))
+            .arg("--insecure")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        text.lines().last().unwrap().to_string()
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Policy rollouts as Plugin objects, with components pulled from a real
+/// OCI registry by digest: a shadow reports its decision differences in
+/// status and /metrics and goes live when the object says so; a new digest
+/// goes live between two cycles; automatic promotion; and each bad input —
+/// an unknown digest, a component that is no plugin, the wrong plugin name,
+/// a second object claiming the plugin, a malformed spec — ends in a Failed
+/// phase with a condition and an Event while the running version keeps
+/// scheduling.
+#[test]
+fn plugin_objects_roll_out_from_a_registry() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("rollout");
+    c.node("rack-a", "64");
+    c.node("rack-b", "64");
+    let ns = "t-rollout";
+    namespace(&c, ns);
+    let reg = Registry::start(&c);
+    let first = reg.push(&prefer("first"), "tephra/prefer:first");
+    let last = reg.push(&prefer("last"), "tephra/prefer:last");
+    assert!(first.contains("@sha256:") && last.contains("@sha256:") && first != last, "{first} {last}");
+    let conf = prefer_config(&c);
+    let first_file = prefer("first");
+    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap(), "--admin", "127.0.0.1:0"];
+    let mut t = Tephra::start(&c, "a", &args);
+    let object = |name: &str, plugin: &str, source: &str, extra: &str| {
+        format!(
+            "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: {name}}}\nspec: {{plugin: {plugin}, source: {source}{extra}}}\n"
+        )
+    };
+    let oci = |r: &str| format!("{{oci: {{reference: \"{r}\", insecure: true}}}}");
+    let status = |name: &str| c.json(&["get", "plugin.tephra.io", name])["status"].clone();
+    // The phase of the object's latest generation.
+    let phase = |name: &str, want: &'static str| {
+        wait(&c, ns, 60, &format!("Plugin {name} {want}"), || {
+            let o = c.json(&["get", "plugin.tephra.io", name]);
+            let st = &o["status"];
+            (st["phase"] == want && st["observedGeneration"] == o["metadata"]["generation"]).then(|| st.clone())
+        })
+    };
+    let mut n = 0;
+    let mut place = |c: &Cluster| -> String {
+        n += 1;
+        let name = format!("p{n}");
+        c.apply(&pod(ns, &name, "100m", None, ""));
+        bound(c, ns, &name)
+    };
+    assert_eq!(place(&c), "rack-a", "first is live");
+
+    // A shadow, pulled by digest: compared, never applied.
+    c.apply(&object("prefer", "prefer", &oci(&last), ", mode: shadow"));
+    let st = phase("prefer", "Shadowing");
+    assert_eq!(st["digest"], last.rsplit_once('@').unwrap().1, "{st}");
+    assert!(st["contentHash"].as_str().is_some_and(|h| !h.is_empty()), "{st}");
+    for _ in 0..3 {
+        assert_eq!(place(&c), "rack-a", "the shadow's choice is never applied");
+    }
+    let st = wait(&c, ns, 30, "decision differences", || {
+        let st = status("prefer");
+        (st["decisionDiffs"].as_u64().unwrap_or(0) > 0).then_some(st)
+    });
+    assert_eq!(st["faults"], 0, "{st}");
+    let diffs = t.metric("tephra_shadow_decision_diffs_total{kind=\"binds_shadow_only\",plugin=\"prefer\"}");
+    assert!(diffs.is_some_and(|d| d > 0.0), "{}", t.admin_get("/metrics"));
+    // Promoted through the object.
+    c.kubectl(&["patch", "plugin.tephra.io", "prefer", "--type=merge", "-p", "{\"spec\":{\"mode\":\"live\"}}"]);
+    phase("prefer", "Live");
+    assert_eq!(place(&c), "rack-b", "last is live");
+    let events = c.events("default", "Live");
+    assert!(events.iter().any(|(o, m)| o == "prefer" && m.contains("is live")), "{events:?}");
+
+    // A new digest, live at once: the next pods follow it.
+    c.apply(&object("prefer", "prefer", &oci(&first), ""));
+    phase("prefer", "Live");
+    wait(&c, ns, 30, "first live again", || (status("prefer")["contentHash"] != st["contentHash"]).then_some(()));
+    assert_eq!(place(&c), "rack-a");
+
+    // Automatic promotion: three cycles as a shadow with no fault.
+    c.apply(&object(
+        "prefer",
+        "prefer",
+        &oci(&last),
+        ", mode: shadow, promotion: {policy: automatic, cycles: 3, maxDecisionDiffs: 1000}",
+    ));
+    phase("prefer", "Live");
+    assert_eq!(place(&c), "rack-b", "promoted by the rule");
+
+    // Bad inputs: each one Failed with a reason, the running version untouched.
+    let missing = format!("{}@sha256:{}", last.rsplit_once('@').unwrap().0, "0".repeat(64));
+    c.apply(&object("ghost", "ghost", &oci(&missing), ""));
+    c.apply(&object("second", "prefer", &oci(&first), ""));
+    c.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: junk, namespace: tephra-system}\ndata: {junk.wasm: not a component}\n",
+    );
+    c.apply(&object("junk", "junk", "{configMap: {namespace: tephra-system, name: junk, key: junk.wasm}}", ""));
+    c.apply(&object("misnamed", "gang", &oci(&first), ""));
+    for (name, reason, says) in [
+        ("ghost", "PullFailed", "manifest"),
+        ("second", "Conflict", "already claimed by Plugin prefer"),
+        ("junk", "Rejected", "junk.wasm"),
+        ("misnamed", "Rejected", "calls itself \"prefer\", not \"gang\""),
+    ] {
+        let st = phase(name, "Failed");
+        let cond = &st["conditions"][0];
+        assert_eq!(cond["reason"], reason, "{name}: {st}");
+        assert!(cond["message"].as_str().unwrap_or("").contains(says), "{name}: {st}");
+        let events = c.events("default", reason);
+        assert!(events.iter().any(|(o, _)| o == name), "{name}: no {reason} Event: {events:?}");
+    }
+    // A malformed spec never reaches the scheduler either (the API server's schema refuses it first).
+    let refused =
+        c.try_kubectl(&["apply", "-f", "-"], Some(&object("tagged", "prefer", &oci("r.example/x:latest"), "")));
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(place(&c), "rack-b", "the running version kept scheduling");
+    // Through every swap, promotion and refusal no cycle faulted.
+    assert_eq!(t.metric("tephra_plugin_faults_total{plugin=\"prefer\"}"), Some(0.0));
+    assert!(!t.log().contains("cycle failed"), "{}", t.log());
     t.assert_alive();
     assert!(t.terminate());
 }

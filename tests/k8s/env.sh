@@ -2,8 +2,8 @@
 # A real kube-apiserver + etcd on loopback for tephra's Kubernetes tests.
 #
 #   env.sh install      apt-get etcd-server, build kube-apiserver, kubectl,
-#                       kube-scheduler and helm (only what is missing; safe to
-#                       run again)
+#                       kube-scheduler, helm and an OCI registry (only what is
+#                       missing; safe to run again)
 #   env.sh start DIR    certificates, token, etcd and kube-apiserver on
 #                       127.0.0.1 with state and logs in DIR; waits for
 #                       /readyz and prints DIR/kubeconfig
@@ -12,7 +12,7 @@
 #   env.sh restart-apiserver DIR
 #                       stops kube-apiserver and starts it with the same flags
 #   env.sh bindir       prints the directory holding kube-apiserver, kubectl,
-#                       kube-scheduler and helm
+#                       kube-scheduler, helm and registry
 #
 # Progress goes to stderr; stdout carries only the printed path. See README.md.
 set -euo pipefail
@@ -35,6 +35,9 @@ SCHEDULER="$BIN/kube-scheduler"
 HELM_VERSION=v3.22.0
 HELM_COMMIT=144ca65f8501953fa8b41cd1d37c7223051c85b7
 HELM="$BIN/helm"
+# A real OCI registry for the Plugin rollout tests: distribution's, from its Go module.
+REGISTRY_VERSION=v3.1.2
+REGISTRY="$BIN/registry"
 
 # Settings (environment):
 #   TEPHRA_K8S_CACHE            where the built binaries go
@@ -164,6 +167,23 @@ build_helm() {
     log "built $HELM"
 }
 
+build_registry() {
+    if [[ -x "$REGISTRY" && "$(cat "$CACHE/registry.version" 2>/dev/null)" == "$REGISTRY_VERSION" ]]; then
+        log "registry (distribution) $REGISTRY_VERSION already in $BIN"
+        return
+    fi
+    command -v go >/dev/null || apt_install golang-go
+    local tmp
+    tmp="$(mktemp -d "$CACHE/build.XXXXXX")"
+    log "building the OCI registry (distribution $REGISTRY_VERSION, about 4 minutes on 2 cores)"
+    GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+        "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION" >&2
+    mv -f "$tmp/registry" "$REGISTRY"
+    rmdir "$tmp"
+    echo "$REGISTRY_VERSION" > "$CACHE/registry.version"
+    log "built $REGISTRY"
+}
+
 cmd_install() {
     mkdir -p "$CACHE"
     # One install at a time per cache directory (parallel test jobs).
@@ -181,6 +201,7 @@ cmd_install() {
 
     build_binaries
     build_helm
+    build_registry
     log "kube-apiserver: $("$APISERVER" --version)"
     log "kubectl: $("$KUBECTL" version --client 2>/dev/null | head -1)"
     log "kube-scheduler: $("$SCHEDULER" --version)"

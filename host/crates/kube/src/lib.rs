@@ -11,7 +11,9 @@
 pub mod controller;
 pub mod events;
 pub mod leader;
+pub mod oci;
 pub mod review;
+pub mod rollout;
 pub mod sink;
 pub mod source;
 pub mod status;
@@ -126,6 +128,8 @@ pub struct Kube {
     invalid: Vec<source::Invalid>,
     /// Controller writes of this cycle, sent after its binds.
     writes: Vec<controller::Write>,
+    /// Plugin objects: declared plugin versions.
+    rollouts: rollout::Rollouts,
 }
 
 impl Kube {
@@ -158,6 +162,7 @@ impl Kube {
             }
         };
         let mut watches = source::Watches::start(&client, &opts.scheduler_name);
+        let plugins = watch_plugins(&client);
         let writer = controller::Writer::start(client.clone());
         drop(guard);
         let mut stopping = stop.clone();
@@ -181,6 +186,7 @@ impl Kube {
         eprintln!("tephra run: caches synced; scheduling pods with schedulerName {:?}", opts.scheduler_name);
         let rec = events::Recorder::new(client.clone(), &opts.scheduler_name, &opts.identity);
         let sink = sink::Sink::new(client.clone(), opts.evict_mode, opts.bind_concurrency, &opts.scheduler_name);
+        let rollouts = rollout::Rollouts::new(client.clone(), plugins);
         let kube = Kube {
             rt,
             client,
@@ -200,6 +206,7 @@ impl Kube {
             counters: Counters::default(),
             invalid: Vec::new(),
             writes: Vec::new(),
+            rollouts,
         };
         Ok(Some((kube, cluster)))
     }
@@ -284,6 +291,12 @@ impl Driver for Kube {
         for n in notices {
             tracing::warn!("{n}");
         }
+        if let Some(c) = &cycle {
+            self.rollouts.observe(c);
+        }
+        if self.leader && self.leadership.is_leader() {
+            self.rt.block_on(self.rollouts.report(&self.rec));
+        }
         let Some(cycle) = cycle else { return };
         let out = cycle.outcome;
         for f in &out.faults {
@@ -329,6 +342,16 @@ impl Driver for Kube {
         true
     }
 
+    fn rollouts(&mut self) -> Vec<tephra_scheduler::rollout::Rollout> {
+        // Every replica fetches and compiles: a follower is warm when it takes over.
+        let _in = self.rt.enter();
+        self.rollouts.sync()
+    }
+
+    fn rolled(&mut self, done: Vec<tephra_scheduler::rollout::Rolled>) {
+        self.rollouts.rolled(done);
+    }
+
     fn figures(&self) -> Vec<Figure> {
         self.counters.figures(self.leader && self.leadership.is_leader(), self.api_up)
     }
@@ -346,6 +369,33 @@ impl Driver for Kube {
         }
         Some(r)
     }
+}
+
+/// A cache of the Plugin objects, kept by a watch on the current runtime. A
+/// cluster without the CRD has none (one warning; the watch retries).
+fn watch_plugins(client: &Client) -> kube::runtime::reflector::Store<kube::api::DynamicObject> {
+    use futures::StreamExt;
+    use kube::runtime::{reflector, watcher, WatchStreamExt};
+    let ar = rollout::plugin_resource();
+    let writer = reflector::store::Writer::new(ar.clone());
+    let reader = writer.as_reader();
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client.clone(), &ar);
+    let stream = watcher(api, watcher::Config::default()).default_backoff().reflect(writer);
+    tokio::spawn(async move {
+        let mut warned = false;
+        let mut stream = std::pin::pin!(stream);
+        while let Some(r) = stream.next().await {
+            match r {
+                Err(e) if !warned => {
+                    warned = true;
+                    tracing::warn!("Plugin objects (plugins.tephra.io) cannot be watched: {e}; retrying");
+                }
+                Err(_) => {}
+                Ok(_) => warned = false,
+            }
+        }
+    });
+    reader
 }
 
 /// One Warning event per bad object version, on the object itself.

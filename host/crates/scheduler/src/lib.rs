@@ -7,6 +7,7 @@
 
 pub mod control;
 pub mod metrics;
+pub mod rollout;
 pub mod run;
 pub mod scheduler;
 pub mod shadow;

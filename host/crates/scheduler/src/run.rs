@@ -4,6 +4,7 @@
 //! scheduler runs a cycle on it, and the driver applies the outcome.
 
 use crate::control::{queue_rows, Control, Figure, QueueRow};
+use crate::rollout::{Rolled, Rollout, Rollouts};
 use crate::scheduler::Scheduler;
 use crate::shadow::ShadowDiff;
 use anyhow::Result;
@@ -21,6 +22,9 @@ pub struct Cycle<'a> {
     pub outcome: &'a Outcome,
     /// How each shadow would have decided differently.
     pub shadows: &'a [ShadowDiff],
+    /// The live version (content hash) of each plugin after the cycle (an
+    /// automatic rollback shows here).
+    pub live: &'a [(String, String)],
 }
 
 /// Where cluster changes come from and where decisions go: the simulator
@@ -58,6 +62,15 @@ pub trait Driver {
     fn adopt(&mut self, _now_ms: i64) -> Option<Reservations> {
         None
     }
+
+    /// Plugin versions declared since the last step (`tephra run`: Plugin
+    /// objects): compiled off the loop, landed between cycles.
+    fn rollouts(&mut self) -> Vec<Rollout> {
+        Vec::new()
+    }
+
+    /// What became of declared versions, between cycles.
+    fn rolled(&mut self, _done: Vec<Rolled>) {}
 }
 
 /// A config file watched for edits.
@@ -75,11 +88,12 @@ pub struct Loop<D: Driver> {
     plugins: Option<Watcher>,
     config: Option<ConfigFile>,
     control: Option<Control>,
+    rollouts: Option<Rollouts>,
 }
 
 impl<D: Driver> Loop<D> {
     pub fn new(cluster: Cluster, scheduler: Scheduler, driver: D) -> Self {
-        Loop { cluster, scheduler, driver, plugins: None, config: None, control: None }
+        Loop { cluster, scheduler, driver, plugins: None, config: None, control: None, rollouts: None }
     }
 
     /// Swaps in new or changed `.wasm` files of `dir` between cycles
@@ -125,6 +139,26 @@ impl<D: Driver> Loop<D> {
         if let Some(c) = &self.control {
             c.apply(&mut self.scheduler);
         }
+        self.land_rollouts();
+    }
+
+    /// Declared plugin versions: queued for compiling, landed when compiled.
+    fn land_rollouts(&mut self) {
+        let declared = self.driver.rollouts();
+        if self.rollouts.is_none() && !declared.is_empty() {
+            match Rollouts::spawn(self.scheduler.library.runtime.clone()) {
+                Ok(r) => self.rollouts = Some(r),
+                Err(e) => self.scheduler.notices.push(format!("plugin rollouts cannot start: {e:#}")),
+            }
+        }
+        let Some(r) = &mut self.rollouts else { return };
+        for d in declared {
+            r.submit(d);
+        }
+        let done = r.apply(&mut self.scheduler);
+        if !done.is_empty() {
+            self.driver.rolled(done);
+        }
     }
 
     /// One step: what lands between cycles, then a cycle (or one sat out).
@@ -142,8 +176,14 @@ impl<D: Driver> Loop<D> {
         let outcome = self.scheduler.cycle(&self.cluster, &Default::default(), now_ms);
         let notices = std::mem::take(&mut self.scheduler.notices);
         let shadows = std::mem::take(&mut self.scheduler.shadow_diffs);
-        let report =
-            self.driver.apply(&mut self.cluster, Some(Cycle { outcome: &outcome, shadows: &shadows }), notices);
+        let live: Vec<(String, String)> = self
+            .scheduler
+            .library
+            .names()
+            .filter_map(|n| Some((n.to_string(), self.scheduler.library.get(n)?.hash().to_string())))
+            .collect();
+        let cycle = Cycle { outcome: &outcome, shadows: &shadows, live: &live };
+        let report = self.driver.apply(&mut self.cluster, Some(cycle), notices);
         self.scheduler.shadow_diffs = shadows;
         self.publish(true, Some(&outcome));
         report

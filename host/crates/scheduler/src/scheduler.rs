@@ -154,7 +154,14 @@ impl Scheduler {
     /// Loads a shadow version of a plugin: it sees every cycle's snapshot,
     /// its decisions are compared with the live ones and never applied.
     pub fn set_shadow(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
-        let staged = staging::stage(&self.library.runtime, bytes, origin, self.last_snapshot.as_ref(), &self.config)?;
+        let compiled = WasmPlugin::load(&self.library.runtime, bytes, origin)?;
+        self.set_shadow_compiled(compiled)
+    }
+
+    /// Like [`Scheduler::set_shadow`] for a component compiled elsewhere.
+    pub fn set_shadow_compiled(&mut self, compiled: WasmPlugin) -> Result<String> {
+        let origin = compiled.origin_name();
+        let staged = staging::validate(compiled, self.last_snapshot.as_ref(), &self.config)?;
         let name = staged.info().name.clone();
         if !self.config.plugin_names().any(|n| n == name) {
             bail!("{origin}: plugin {name:?} is not in the scheduler config, so it has nothing to shadow");

@@ -385,7 +385,7 @@ impl Driver for Sim {
     }
 
     fn apply(&mut self, c: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) -> CycleReport {
-        if let Some(Cycle { outcome: out, shadows }) = cycle {
+        if let Some(Cycle { outcome: out, shadows, .. }) = cycle {
             self.apply_decisions(c, out);
             let r = &mut self.report;
             r.queues = queue_rows(c, Some(out));

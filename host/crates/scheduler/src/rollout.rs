@@ -1,0 +1,134 @@
+//! Plugin versions a driver declares (in `tephra run`, Plugin objects):
+//! components compiled off the loop, then made live, loaded as shadows,
+//! promoted or rolled back between two cycles, each with its outcome
+//! reported back to the driver under the key it gave.
+
+use crate::scheduler::Scheduler;
+use anyhow::{bail, Result};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use tephra_dispatch::backend::Backend;
+use tephra_runtime::{Runtime, WasmPlugin};
+
+/// What to do with a plugin, between two cycles.
+pub enum Change {
+    /// Compile `bytes` and make them the live version of `plugin`.
+    Live { bytes: Vec<u8> },
+    /// Compile `bytes` and run them as the shadow of `plugin`.
+    Shadow { bytes: Vec<u8> },
+    /// The shadow of `plugin` goes live.
+    Promote,
+    /// The previous version of `plugin` comes back.
+    Rollback,
+    /// The shadow of `plugin` goes away.
+    DropShadow,
+}
+
+/// One declared change, by the driver's key (its object).
+pub struct Rollout {
+    pub key: String,
+    /// The plugin name the declaration claims: a component calling itself
+    /// otherwise is refused.
+    pub plugin: String,
+    /// Where the component came from, for messages.
+    pub origin: String,
+    pub change: Change,
+}
+
+/// What became of a [`Rollout`].
+pub struct Rolled {
+    pub key: String,
+    /// The version now live or shadowing (its content hash), or why not.
+    pub result: Result<String, String>,
+}
+
+/// A component compiled off the loop.
+struct Compiled {
+    rollout: Rollout,
+    plugin: Result<WasmPlugin>,
+}
+
+/// Compiles declared components on a background thread, so no cycle waits
+/// for Cranelift; the rest lands between cycles in [`Rollouts::apply`].
+pub struct Rollouts {
+    jobs: Sender<Rollout>,
+    done: Receiver<Compiled>,
+    /// Changes that need no compile, applied at the next boundary.
+    direct: Vec<Rollout>,
+}
+
+impl Rollouts {
+    pub fn spawn(runtime: Runtime) -> Result<Rollouts> {
+        let (jobs, rx) = channel::<Rollout>();
+        let (tx, done) = channel();
+        std::thread::Builder::new().name("tephra-rollout-compile".into()).spawn(move || {
+            for r in rx {
+                let bytes = match &r.change {
+                    Change::Live { bytes } | Change::Shadow { bytes } => bytes.as_slice(),
+                    _ => &[],
+                };
+                let plugin = WasmPlugin::load(&runtime, bytes, &r.origin);
+                if tx.send(Compiled { rollout: r, plugin }).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(Rollouts { jobs, done, direct: Vec::new() })
+    }
+
+    /// Queues `r`: a component is compiled now, everything lands between cycles.
+    pub fn submit(&mut self, r: Rollout) {
+        match r.change {
+            Change::Live { .. } | Change::Shadow { .. } => {
+                let _ = self.jobs.send(r);
+            }
+            _ => self.direct.push(r),
+        }
+    }
+
+    /// Applies what is ready to `sched`; what happened to each.
+    pub fn apply(&mut self, sched: &mut Scheduler) -> Vec<Rolled> {
+        let mut out = Vec::new();
+        for c in self.done.try_iter().collect::<Vec<_>>() {
+            let r = c.rollout;
+            let result = c.plugin.and_then(|p| land(sched, &r, p)).map_err(|e| format!("{e:#}").replace('\n', " "));
+            out.push(Rolled { key: r.key, result });
+        }
+        for r in std::mem::take(&mut self.direct) {
+            let name = r.plugin.as_str();
+            let result = match r.change {
+                Change::Promote => sched.promote_shadow(name).map(|_| live_hash(sched, name)),
+                Change::Rollback => sched.rollback(name).map(|_| live_hash(sched, name)),
+                Change::DropShadow => {
+                    sched.shadows.remove(name);
+                    Ok(String::new())
+                }
+                Change::Live { .. } | Change::Shadow { .. } => unreachable!("compiled first"),
+            };
+            out.push(Rolled { key: r.key, result: result.map_err(|e| format!("{e:#}").replace('\n', " ")) });
+        }
+        out
+    }
+}
+
+fn live_hash(sched: &Scheduler, name: &str) -> String {
+    sched.library.get(name).map(|p| p.hash().to_string()).unwrap_or_default()
+}
+
+/// A compiled component made live or a shadow, when it is the plugin the
+/// declaration names.
+fn land(sched: &mut Scheduler, r: &Rollout, p: WasmPlugin) -> Result<String> {
+    let name = p.info().name.clone();
+    if name != r.plugin {
+        bail!("{}: the component calls itself {name:?}, not {:?}", r.origin, r.plugin);
+    }
+    let hash = p.hash().to_string();
+    match r.change {
+        Change::Live { .. } => {
+            sched.swap_compiled(p)?;
+        }
+        _ => {
+            sched.set_shadow_compiled(p)?;
+        }
+    }
+    Ok(hash)
+}
