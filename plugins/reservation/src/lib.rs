@@ -410,8 +410,6 @@ fn job_request(s: &Session, j: u32) -> Vec<f64> {
     row
 }
 
-/// What must still be placed for the job to start: its largest pending
-/// tasks, as many as minAvailable still lacks (all pending ones if none).
 /// Whether `need` exceeds the capability of queue `q` or an ancestor in
 /// some dimension (cpu or memory ≤ 0 means unset, as in Volcano).
 fn beyond_capability(s: &Session, q: u32, need: &[f64]) -> Option<String> {
@@ -436,6 +434,8 @@ fn beyond_capability(s: &Session, q: u32, need: &[f64]) -> Option<String> {
     None
 }
 
+/// What must still be placed for the job to start: its largest pending
+/// tasks, as many as minAvailable still lacks (all pending ones if none).
 fn job_need(s: &Session, j: u32, pending: &[u32]) -> Vec<f64> {
     let lacking = s.job_min_available(j).saturating_sub(s.job_ready[j as usize]) as usize;
     let mut sorted = pending.to_vec();

@@ -23,6 +23,10 @@ use tokio::sync::mpsc;
 
 pub const PLUGIN_API: &str = "tephra.io/v1alpha1";
 
+/// A failed pull is tried again after this, then twice as long each time, up to the max.
+const PULL_RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(10);
+const PULL_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(300);
+
 pub fn plugin_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("tephra.io", "v1alpha1", "Plugin"), "plugins")
 }
@@ -135,6 +139,8 @@ struct Tracked {
     /// Status to write, and an Event (kind, reason) for the condition.
     dirty: bool,
     event: Option<(Kind, String)>,
+    /// A failed pull is tried again from then, with the wait doubling.
+    retry: Option<(std::time::Instant, std::time::Duration)>,
 }
 
 impl Tracked {
@@ -198,8 +204,17 @@ impl Rollouts {
                 }
                 claimed.insert(s.plugin.clone(), name.clone());
             }
-            if t.generation == generation && !t.phase.is_empty() {
+            // Unchanged, unless it just lost a conflict's other party or a pull is due again.
+            let freed = t.spec.is_none() && spec.is_ok() && t.condition.1 == "Conflict";
+            let due = t.retry.is_some_and(|(at, _)| std::time::Instant::now() >= at);
+            if t.generation == generation && !t.phase.is_empty() && !freed && !due {
                 continue;
+            }
+            if due {
+                t.fetched = None;
+            }
+            if t.generation != generation {
+                t.retry = None;
             }
             t.generation = generation;
             match spec {
@@ -233,8 +248,13 @@ impl Rollouts {
             let Some(t) = self.objects.get_mut(&f.name).filter(|t| t.generation == f.generation) else { continue };
             let Some(s) = t.spec.clone() else { continue };
             match f.result {
-                Err(e) => t.set("Failed", false, "PullFailed", e),
+                Err(e) => {
+                    let wait = t.retry.map_or(PULL_RETRY_FIRST, |(_, w)| (w * 2).min(PULL_RETRY_MAX));
+                    t.retry = Some((std::time::Instant::now() + wait, wait));
+                    t.set("Failed", false, "PullFailed", format!("{e}; trying again in {}s", wait.as_secs()));
+                }
                 Ok(bytes) => {
+                    t.retry = None;
                     let change = if s.shadow { Change::Shadow { bytes } } else { Change::Live { bytes } };
                     self.ready.push(Rollout {
                         key: f.name.clone(),
@@ -302,8 +322,13 @@ impl Rollouts {
                 "Live" => {
                     let now = cycle.live.iter().find(|(n, _)| *n == s.plugin).map(|(_, h)| h.as_str());
                     if t.hash.as_deref().is_some_and(|h| Some(h) != now) {
-                        // The scheduler rolled it back by itself (faults on probation).
-                        let m = format!("{} rolled back to version {}", s.plugin, now.unwrap_or("?"));
+                        // Rolled back by the scheduler (faults on probation), or replaced
+                        // from elsewhere (the admin surface, a plugins directory).
+                        let m = format!(
+                            "the live version of {} is now {}, not this object's (rolled back or replaced)",
+                            s.plugin,
+                            now.unwrap_or("none")
+                        );
                         t.set("RolledBack", false, "RolledBack", m);
                         continue;
                     }

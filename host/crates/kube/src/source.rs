@@ -955,8 +955,6 @@ impl Store {
         }
     }
 
-    /// Forgets every assumption (on losing leadership): the cluster shows
-    /// what the API server said.
     /// The reservations the last leader wrote — queues' `status.reservation.nodes`,
     /// big-job targets' [`TARGET_ANNOTATION`] — to be adopted at `now_ms`: a
     /// failover or a restart keeps the locked nodes and the elected jobs
@@ -988,6 +986,8 @@ impl Store {
         r
     }
 
+    /// Forgets every assumption (on losing leadership): the cluster shows
+    /// what the API server said.
     pub fn forget_assumptions(&mut self, c: &mut Cluster) {
         let keys: Vec<String> = self
             .assumed

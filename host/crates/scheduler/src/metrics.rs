@@ -210,13 +210,19 @@ impl Metrics {
             self.jobs_seen.insert(labels);
         }
         // Gone jobs leave the gauge, as Volcano deletes them.
-        let live: BTreeSet<(&str, &str)> =
-            cluster.podgroups.iter().map(|g| (g.namespace.as_str(), g.name.as_str())).collect();
-        let gone: Vec<_> =
-            self.jobs_seen.iter().filter(|(n, _, ns)| !live.contains(&(ns.as_str(), n.as_str()))).cloned().collect();
-        for l in gone {
-            let _ = self.job_duration.remove_label_values(&[&l.0, &l.1, &l.2]);
-            self.jobs_seen.remove(&l);
+        if !self.jobs_seen.is_empty() {
+            let live: std::collections::HashSet<(&str, &str)> =
+                cluster.podgroups.iter().map(|g| (g.namespace.as_str(), g.name.as_str())).collect();
+            let gone: Vec<_> = self
+                .jobs_seen
+                .iter()
+                .filter(|(n, _, ns)| !live.contains(&(ns.as_str(), n.as_str())))
+                .cloned()
+                .collect();
+            for l in gone {
+                let _ = self.job_duration.remove_label_values(&[&l.0, &l.1, &l.2]);
+                self.jobs_seen.remove(&l);
+            }
         }
         let mut now = BTreeSet::new();
         for (j, c) in out.conditions.iter().enumerate() {
