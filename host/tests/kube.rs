@@ -207,9 +207,15 @@ impl Tephra {
 
     /// `tephra run` with this kubeconfig.
     fn start_as(c: &Cluster, kubeconfig: &Path, tag: &str, extra: &[&str]) -> Tephra {
+        Tephra::start_env(c, kubeconfig, tag, extra, &[])
+    }
+
+    /// `tephra run` with this kubeconfig and these environment variables.
+    fn start_env(c: &Cluster, kubeconfig: &Path, tag: &str, extra: &[&str], env: &[(&str, &Path)]) -> Tephra {
         let log = c.dir.join(format!("tephra-{tag}.log"));
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_tephra"))
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
             .arg("run")
             .arg("--kubeconfig")
             .arg(kubeconfig)
@@ -1070,7 +1076,9 @@ fn plugin_objects_roll_out_from_a_registry() {
     let conf = prefer_config(&c);
     let first_file = prefer("first");
     let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap(), "--admin", "127.0.0.1:0"];
-    let mut t = Tephra::start(&c, "a", &args);
+    // A cache of its own: every first pull goes to the registry.
+    let cache = c.dir.join("cache");
+    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
     let object = |name: &str, plugin: &str, source: &str, extra: &str| {
         format!(
             "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: {name}}}\nspec: {{plugin: {plugin}, source: {source}{extra}}}\n"
@@ -1132,6 +1140,10 @@ fn plugin_objects_roll_out_from_a_registry() {
     ));
     phase("prefer", "Live");
     assert_eq!(place(&c), "rack-b", "promoted by the rule");
+    // `last` was pulled before: read back from the disk cache, checked by its digests.
+    assert!(t.log().contains(&format!("{last}: from the local cache")), "{}", t.log());
+    let entry = cache.join("oci").join(last.rsplit_once('@').unwrap().1.replace(':', "-"));
+    assert!(entry.join("component.wasm").is_file() && entry.join("manifest.json").is_file());
 
     // Bad inputs: each one Failed with a reason, the running version untouched.
     let missing = format!("{}@sha256:{}", last.rsplit_once('@').unwrap().0, "0".repeat(64));

@@ -2,14 +2,15 @@
 //! layout: an image manifest whose config is `application/vnd.wasm.config.v0+json`
 //! and whose one layer is the component, `application/wasm`. Pulled by a
 //! reference pinned by digest (the manifest and the layer are checked
-//! against their digests before anything is compiled); pushed by
-//! `tephra plugin push`.
+//! against their digests before anything is compiled) and kept on disk by
+//! that digest; pushed by `tephra plugin push`.
 
 use anyhow::{anyhow, bail, Context, Result};
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
-use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
+use oci_client::manifest::{OciDescriptor, OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use std::path::{Path, PathBuf};
 
 /// The component layer's media type.
 pub const WASM_LAYER: &str = "application/wasm";
@@ -75,15 +76,9 @@ pub fn pinned(reference: &str) -> Result<Reference> {
     Ok(r)
 }
 
-/// Pulls the component `reference` names: its manifest (checked against the
-/// reference's digest), the config's media type, and its one layer (checked
-/// against the manifest's digest, at most [`LAYER_MAX_BYTES`]).
-pub async fn pull(reference: &str, creds: &Credentials, insecure: bool) -> Result<Vec<u8>> {
-    let r = pinned(reference)?;
-    let c = client(&r, insecure)?;
-    let auth = creds.auth();
-    let (manifest, _digest) =
-        c.pull_image_manifest(&r, &auth).await.map_err(|e| anyhow!("{reference}: manifest: {e}"))?;
+/// The component's layer descriptor in a manifest, after checking the
+/// artifact's layout.
+fn component_layer<'m>(reference: &str, manifest: &'m OciImageManifest) -> Result<&'m OciDescriptor> {
     if manifest.config.media_type != WASM_CONFIG {
         bail!("{reference}: the config is {:?}, not a Wasm component's ({WASM_CONFIG})", manifest.config.media_type);
     }
@@ -96,12 +91,77 @@ pub async fn pull(reference: &str, creds: &Credentials, insecure: bool) -> Resul
     if layer.size < 0 || layer.size as u64 > LAYER_MAX_BYTES {
         bail!("{reference}: the component is {} bytes, more than {LAYER_MAX_BYTES}", layer.size);
     }
+    Ok(layer)
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{:x}", sha2::Sha256::digest(bytes))
+}
+
+/// Where a pinned reference's manifest and component are kept once pulled.
+fn cache_entry(cache: &Path, digest: &str) -> PathBuf {
+    cache.join("oci").join(digest.replace(':', "-"))
+}
+
+/// The component of a cache entry, when it checks out: the manifest against
+/// the reference's digest, the component against the manifest.
+fn from_cache(reference: &str, digest: &str, entry: &Path) -> Option<Vec<u8>> {
+    let manifest = std::fs::read(entry.join("manifest.json")).ok()?;
+    if sha256(&manifest) != digest {
+        return None;
+    }
+    let parsed: OciImageManifest = serde_json::from_slice(&manifest).ok()?;
+    let layer = component_layer(reference, &parsed).ok()?;
+    let bytes = std::fs::read(entry.join("component.wasm")).ok()?;
+    (sha256(&bytes) == layer.digest).then_some(bytes)
+}
+
+/// Pulls the component `reference` names: its manifest (checked against the
+/// reference's digest), the artifact's layout, and its one layer (checked
+/// against the manifest's digest, at most [`LAYER_MAX_BYTES`]). With a
+/// `cache` directory, what was pulled under the same digest is read back
+/// (checked the same way; a damaged entry is pulled again) and a new pull
+/// is kept there. The second value says whether it came from the cache.
+pub async fn pull(
+    reference: &str,
+    creds: &Credentials,
+    insecure: bool,
+    cache: Option<&Path>,
+) -> Result<(Vec<u8>, bool)> {
+    let r = pinned(reference)?;
+    let digest = r.digest().unwrap_or_default().to_string();
+    let entry = cache.map(|c| cache_entry(c, &digest));
+    if let Some(bytes) = entry.as_deref().and_then(|e| from_cache(reference, &digest, e)) {
+        return Ok((bytes, true));
+    }
+    let c = client(&r, insecure)?;
+    let auth = creds.auth();
+    let (raw, _) = c
+        .pull_manifest_raw(&r, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+        .await
+        .map_err(|e| anyhow!("{reference}: manifest: {e}"))?;
+    if sha256(&raw) != digest {
+        bail!("{reference}: the manifest's digest is {}, not the reference's", sha256(&raw));
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&raw)
+        .map_err(|e| anyhow!("{reference}: the manifest is not an OCI image manifest: {e}"))?;
+    let layer = component_layer(reference, &manifest)?;
     let mut bytes = Vec::with_capacity(layer.size as usize);
     c.pull_blob(&r, layer, &mut bytes).await.map_err(|e| anyhow!("{reference}: layer: {e}"))?;
-    if bytes.len() as i64 != layer.size {
-        bail!("{reference}: the layer has {} bytes, its manifest says {}", bytes.len(), layer.size);
+    if sha256(&bytes) != layer.digest || bytes.len() as i64 != layer.size {
+        bail!("{reference}: the layer does not match its manifest (digest or size)");
     }
-    Ok(bytes)
+    if let Some(e) = &entry {
+        // A cache that cannot be written costs the next pull, nothing else.
+        let kept = std::fs::create_dir_all(e)
+            .and_then(|_| std::fs::write(e.join("manifest.json"), &raw))
+            .and_then(|_| std::fs::write(e.join("component.wasm"), &bytes));
+        if let Err(err) = kept {
+            tracing::warn!("{reference}: not cached in {}: {err}", e.display());
+        }
+    }
+    Ok((bytes, false))
 }
 
 /// Pushes `component` as `reference` (a tag or a repository); returns the
@@ -143,6 +203,30 @@ mod tests {
         let err = Credentials::from_docker_config(json.as_bytes(), "other.example").unwrap_err().to_string();
         assert!(err.contains("no auths entry for other.example"), "{err}");
         assert!(Credentials::from_docker_config(b"{", "x").is_err());
+    }
+
+    #[test]
+    fn cache_entries_are_checked_against_the_digests() {
+        let dir = std::env::temp_dir().join(format!("tephra-oci-cache-{}", std::process::id()));
+        let component = b"\0asm\x0d\0\x01\0".to_vec();
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_IMAGE_MEDIA_TYPE,
+            "config": {"mediaType": WASM_CONFIG, "digest": sha256(b"{}"), "size": 2},
+            "layers": [{"mediaType": WASM_LAYER, "digest": sha256(&component), "size": component.len()}],
+        });
+        let raw = serde_json::to_vec(&manifest).unwrap();
+        let digest = sha256(&raw);
+        let entry = cache_entry(&dir, &digest);
+        std::fs::create_dir_all(&entry).unwrap();
+        std::fs::write(entry.join("manifest.json"), &raw).unwrap();
+        std::fs::write(entry.join("component.wasm"), &component).unwrap();
+        assert_eq!(from_cache("r", &digest, &entry), Some(component.clone()));
+        // Another reference's digest, or a damaged component: not used.
+        assert_eq!(from_cache("r", &sha256(b"other"), &entry), None);
+        std::fs::write(entry.join("component.wasm"), b"\0asm-tampered").unwrap();
+        assert_eq!(from_cache("r", &digest, &entry), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -411,7 +411,12 @@ async fn fetch_bytes(client: &Client, source: &Source) -> anyhow::Result<Vec<u8>
                     oci::Credentials::from_docker_config(&json.0, &registry)?
                 }
             };
-            oci::pull(reference, &creds, *insecure).await
+            let cache = tephra_runtime::default_cache_dir();
+            let (bytes, cached) = oci::pull(reference, &creds, *insecure, cache.as_deref()).await?;
+            if cached {
+                tracing::info!("{reference}: from the local cache");
+            }
+            Ok(bytes)
         }
         Source::ConfigMap { namespace, name, key } => {
             let cm = Api::<ConfigMap>::namespaced(client.clone(), namespace).get(name).await?;
