@@ -1179,6 +1179,53 @@ fn plugin_objects_roll_out_from_a_registry() {
     assert!(t.terminate());
 }
 
+/// A live version declared by a Plugin object that faults cycle after
+/// cycle is rolled back: the object says RolledBack (condition and Event),
+/// and the version before it schedules again.
+#[test]
+fn plugin_object_rolls_back_a_faulting_version() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("rollback");
+    c.node("rack-a", "64");
+    c.node("rack-b", "64");
+    let ns = "t-rollback";
+    namespace(&c, ns);
+    let reg = Registry::start(&c);
+    let crowded = reg.push(&prefer("crowded"), "tephra/prefer:crowded");
+    let conf = prefer_config(&c);
+    let first_file = prefer("first");
+    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap()];
+    let cache = c.dir.join("cache");
+    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    c.apply(&format!(
+        "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, \
+         source: {{oci: {{reference: \"{crowded}\", insecure: true}}}}, rollback: {{afterFaultyCycles: 2}}}}\n"
+    ));
+    let status = |want: &'static str| {
+        wait(&c, ns, 60, &format!("Plugin prefer {want}"), || {
+            let st = c.json(&["get", "plugin.tephra.io", "prefer"])["status"].clone();
+            (st["phase"] == want).then_some(st)
+        })
+    };
+    status("Live");
+    c.apply(&pod(ns, "p1", "100m", None, ""));
+    assert_eq!(bound(&c, ns, "p1"), "rack-b", "crowded is live (it prefers the last node)");
+    // A third node: crowded traps opening every session from now on.
+    c.node("rack-c", "64");
+    let st = status("RolledBack");
+    assert_eq!(st["conditions"][0]["reason"], "RolledBack", "{st}");
+    assert!(st["faults"].as_u64().unwrap_or(0) >= 2, "{st}");
+    let events = c.events("default", "RolledBack");
+    assert!(events.iter().any(|(o, _)| o == "prefer"), "{events:?}");
+    // first is back: it prefers the first node.
+    c.apply(&pod(ns, "p2", "100m", None, ""));
+    assert_eq!(bound(&c, ns, "p2"), "rack-a", "{}", t.log());
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
 /// Volcano's reclaim walk-through config (reclaim after allocate).
 fn reclaim_config(c: &Cluster) -> PathBuf {
     let conf = c.dir.join("scheduler.conf");
