@@ -1000,14 +1000,24 @@ struct Registry {
 
 impl Registry {
     fn start(c: &Cluster) -> Registry {
+        Registry::start_with(c, "")
+    }
+
+    /// With this user and password required (htpasswd, basic auth).
+    fn start_authenticated(c: &Cluster, user: &str, password: &str) -> Registry {
+        let htpasswd = c.dir.join("htpasswd");
+        let hash = bcrypt::hash(password, 4).unwrap();
+        std::fs::write(&htpasswd, format!("{user}:{hash}\n")).unwrap();
+        Registry::start_with(c, &format!("auth: {{htpasswd: {{realm: tephra-test, path: {}}}}}\n", htpasswd.display()))
+    }
+
+    fn start_with(c: &Cluster, extra: &str) -> Registry {
         let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
         let bin = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("registry");
         let conf = c.dir.join("registry.yml");
-        std::fs::write(
-            &conf,
-            "version: 0.1\nlog: {level: info}\nstorage: {inmemory: {}}\nhttp: {addr: 127.0.0.1:0, secret: test}\n",
-        )
-        .unwrap();
+        let base =
+            "version: 0.1\nlog: {level: info}\nstorage: {inmemory: {}}\nhttp: {addr: 127.0.0.1:0, secret: test}\n";
+        std::fs::write(&conf, format!("{base}{extra}")).unwrap();
         let log = c.dir.join("registry.log");
         let file = std::fs::File::create(&log).unwrap();
         let child = Command::new(bin)
@@ -1031,13 +1041,17 @@ impl Registry {
 
     /// `tephra plugin push FILE` as repository `repo`; the pinned reference it prints.
     fn push(&self, file: &Path, repo: &str) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
-            .args(["plugin", "push"])
-            .arg(file)
-            .arg(format!("{}/{repo}", self.addr))
-            .arg("--insecure")
-            .output()
-            .unwrap();
+        self.push_as(file, repo, None)
+    }
+
+    /// The same, as this (user, password).
+    fn push_as(&self, file: &Path, repo: &str, creds: Option<(&str, &str)>) -> String {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tephra"));
+        cmd.args(["plugin", "push"]).arg(file).arg(format!("{}/{repo}", self.addr)).arg("--insecure");
+        if let Some((user, password)) = creds {
+            cmd.args(["--username", user]).env("TEPHRA_REGISTRY_PASSWORD", password);
+        }
+        let out = cmd.output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
         text.lines().last().unwrap().to_string()
@@ -1054,9 +1068,10 @@ impl Drop for Registry {
 /// Policy rollouts as Plugin objects, with components pulled from a real
 /// OCI registry by digest: a shadow reports its decision differences in
 /// status and /metrics and goes live when the object says so; a new digest
-/// goes live between two cycles; automatic promotion; and each bad input —
-/// an unknown digest, a component that is no plugin, the wrong plugin name,
-/// a second object claiming the plugin, a malformed spec — ends in a Failed
+/// goes live between two cycles while pods arrive; automatic promotion; and
+/// each bad input — an unknown digest, an unreachable registry, a component
+/// that is no plugin, one of another contract, the wrong plugin name, a
+/// second object claiming the plugin, a malformed spec — ends in a Failed
 /// phase with a condition and an Event while the running version keeps
 /// scheduling.
 #[test]
@@ -1125,8 +1140,13 @@ fn plugin_objects_roll_out_from_a_registry() {
     let events = c.events("default", "Live");
     assert!(events.iter().any(|(o, m)| o == "prefer" && m.contains("is live")), "{events:?}");
 
-    // A new digest, live at once: the next pods follow it.
+    // A new digest, live between two cycles while pods keep arriving: every one binds.
     c.apply(&object("prefer", "prefer", &oci(&first), ""));
+    let wave: String = (0..10).map(|i| pod(ns, &format!("w{i}"), "100m", None, "")).collect();
+    c.apply(&wave);
+    for i in 0..10 {
+        bound(&c, ns, &format!("w{i}"));
+    }
     phase("prefer", "Live");
     wait(&c, ns, 30, "first live again", || (status("prefer")["contentHash"] != st["contentHash"]).then_some(()));
     assert_eq!(place(&c), "rack-a");
@@ -1154,11 +1174,25 @@ fn plugin_objects_roll_out_from_a_registry() {
     );
     c.apply(&object("junk", "junk", "{configMap: {namespace: tephra-system, name: junk, key: junk.wasm}}", ""));
     c.apply(&object("misnamed", "gang", &oci(&first), ""));
+    let unreachable = format!("127.0.0.1:9/tephra/prefer@sha256:{}", "1".repeat(64));
+    c.apply(&object("unreachable", "unreachable", &oci(&unreachable), ""));
+    let wrong = Path::new(FIXTURES_DIR).join("hostile/wrong-contract.wasm");
+    c.kubectl(&[
+        "create",
+        "configmap",
+        "wrong",
+        "-n",
+        "tephra-system",
+        &format!("--from-file=wrong.wasm={}", wrong.display()),
+    ]);
+    c.apply(&object("wrong", "wrong", "{configMap: {namespace: tephra-system, name: wrong, key: wrong.wasm}}", ""));
     for (name, reason, says) in [
         ("ghost", "PullFailed", "manifest"),
         ("second", "Conflict", "already claimed by Plugin prefer"),
         ("junk", "Rejected", "junk.wasm"),
         ("misnamed", "Rejected", "calls itself \"prefer\", not \"gang\""),
+        ("unreachable", "PullFailed", "127.0.0.1:9"),
+        ("wrong", "Rejected", "does not export tephra:scheduler/policy@"),
     ] {
         let st = phase(name, "Failed");
         let cond = &st["conditions"][0];
@@ -1175,6 +1209,66 @@ fn plugin_objects_roll_out_from_a_registry() {
     // Through every swap, promotion and refusal no cycle faulted.
     assert_eq!(t.metric("tephra_plugin_faults_total{plugin=\"prefer\"}"), Some(0.0));
     assert!(!t.log().contains("cycle failed"), "{}", t.log());
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A registry that wants credentials: `tephra plugin push --username`
+/// publishes; a Plugin object without a pull Secret fails to pull (and says
+/// so), one naming a `kubernetes.io/dockerconfigjson` Secret goes live.
+#[test]
+fn plugin_object_pulls_with_a_pull_secret() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("pull-secret");
+    c.node("rack-a", "64");
+    c.node("rack-b", "64");
+    let reg = Registry::start_authenticated(&c, "ci", "s3cret-pass");
+    let last = reg.push_as(&prefer("last"), "tephra/prefer:last", Some(("ci", "s3cret-pass")));
+    // Without credentials the registry refuses a push too.
+    let refused = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .args(["plugin", "push"])
+        .arg(prefer("first"))
+        .arg(format!("{}/tephra/prefer:first", reg.addr))
+        .arg("--insecure")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let conf = prefer_config(&c);
+    let first_file = prefer("first");
+    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap()];
+    let cache = c.dir.join("cache");
+    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    let object = |secret: &str| {
+        format!(
+            "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, \
+             source: {{oci: {{reference: \"{last}\", insecure: true{secret}}}}}}}\n"
+        )
+    };
+    let status = |want: &'static str| {
+        wait(&c, "default", 60, &format!("Plugin prefer {want}"), || {
+            let o = c.json(&["get", "plugin.tephra.io", "prefer"]);
+            let st = &o["status"];
+            (st["phase"] == want && st["observedGeneration"] == o["metadata"]["generation"]).then(|| st.clone())
+        })
+    };
+    c.apply(&object(""));
+    let st = status("Failed");
+    assert_eq!(st["conditions"][0]["reason"], "PullFailed", "{st}");
+    c.kubectl(&[
+        "create",
+        "secret",
+        "docker-registry",
+        "regcred",
+        "-n",
+        "tephra-system",
+        &format!("--docker-server={}", reg.addr),
+        "--docker-username=ci",
+        "--docker-password=s3cret-pass",
+    ]);
+    c.apply(&object(", pullSecret: {namespace: tephra-system, name: regcred}"));
+    status("Live");
     t.assert_alive();
     assert!(t.terminate());
 }
