@@ -1273,6 +1273,67 @@ fn plugin_object_pulls_with_a_pull_secret() {
     assert!(t.terminate());
 }
 
+/// Every replica pulls and compiles what Plugin objects declare, and a
+/// follower also follows the leader's automatic promotion: its own live
+/// version is the promoted one before it ever leads, so a failover starts
+/// with it, compiled.
+#[test]
+fn followers_stay_warm_and_follow_the_leaders_promotion() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("warm");
+    c.node("rack-a", "64");
+    c.node("rack-b", "64");
+    let ns = "t-warm";
+    namespace(&c, ns);
+    let reg = Registry::start(&c);
+    let last = reg.push(&prefer("last"), "tephra/prefer:last");
+    let conf = prefer_config(&c);
+    let first_file = prefer("first");
+    let args = [
+        ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap(), "--admin", "127.0.0.1:0"]
+            .as_slice(),
+        &LEADER_ELECT,
+    ]
+    .concat();
+    let a = Tephra::start(&c, "replica-a", &args);
+    std::thread::sleep(Duration::from_secs(2));
+    let b = Tephra::start(&c, "replica-b", &args);
+    c.apply(&format!(
+        "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, mode: shadow, \
+         source: {{oci: {{reference: \"{last}\", insecure: true}}}}, promotion: {{policy: automatic, cycles: 3, maxDecisionDiffs: 1000}}}}\n"
+    ));
+    let st = wait(&c, ns, 60, "Plugin prefer promoted", || {
+        let st = c.json(&["get", "plugin.tephra.io", "prefer"])["status"].clone();
+        (st["phase"] == "Live").then_some(st)
+    });
+    let hash = st["contentHash"].as_str().unwrap().to_string();
+    let holder =
+        || c.kubectl(&["get", "lease", "-n", "tephra-system", "tephra", "-o", "jsonpath={.spec.holderIdentity}"]);
+    let (mut leader, mut follower) = match holder().as_str() {
+        "replica-a" => (a, b),
+        _ => (b, a),
+    };
+    // The follower runs the promoted version too, without ever having scheduled.
+    let live = |t: &Tephra| -> Option<String> {
+        let plugins = t.admin_get("/plugins");
+        let body = plugins.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+        let rows: Value = serde_json::from_str(&body).ok()?;
+        rows.as_array()?
+            .iter()
+            .find(|r| r["name"] == "prefer" && r["state"] == "live")
+            .and_then(|r| r["hash"].as_str().map(String::from))
+    };
+    wait(&c, ns, 30, "the follower's prefer promoted", || (live(&follower).as_deref() == Some(&hash)).then_some(()));
+    assert_eq!(live(&leader).as_deref(), Some(hash.as_str()));
+    assert!(!follower.log().contains("acquired"), "{}", follower.log());
+    follower.assert_alive();
+    leader.assert_alive();
+    assert!(follower.terminate());
+    assert!(leader.terminate());
+}
+
 /// A live version declared by a Plugin object that faults cycle after
 /// cycle is rolled back: the object says RolledBack (condition and Event),
 /// and the version before it schedules again.

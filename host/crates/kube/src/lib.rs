@@ -345,7 +345,7 @@ impl Driver for Kube {
     fn rollouts(&mut self) -> Vec<tephra_scheduler::rollout::Rollout> {
         // Every replica fetches and compiles: a follower is warm when it takes over.
         let _in = self.rt.enter();
-        self.rollouts.sync()
+        self.rollouts.sync(self.leadership.is_leader())
     }
 
     fn rolled(&mut self, done: Vec<tephra_scheduler::rollout::Rolled>) {

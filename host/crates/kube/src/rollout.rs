@@ -177,8 +177,10 @@ impl Rollouts {
     }
 
     /// Looks at the objects (on the driver's runtime: fetches start there);
-    /// the changes to hand to the loop.
-    pub fn sync(&mut self) -> Vec<Rollout> {
+    /// the changes to hand to the loop. A follower (`leader` false) also
+    /// follows the leader's own decisions, read from the status it wrote: an
+    /// automatic promotion, a rollback.
+    pub fn sync(&mut self, leader: bool) -> Vec<Rollout> {
         let live: Vec<std::sync::Arc<DynamicObject>> = self.store.state();
         let names: Vec<String> = live.iter().filter_map(|o| o.metadata.name.clone()).collect();
         self.objects.retain(|n, _| names.contains(n));
@@ -208,6 +210,11 @@ impl Rollouts {
             let freed = t.spec.is_none() && spec.is_ok() && t.condition.1 == "Conflict";
             let due = t.retry.is_some_and(|(at, _)| std::time::Instant::now() >= at);
             if t.generation == generation && !t.phase.is_empty() && !freed && !due {
+                if !leader {
+                    if let Some(r) = follow(&name, t, &o.data["status"]) {
+                        self.ready.push(r);
+                    }
+                }
                 continue;
             }
             if due {
@@ -384,6 +391,28 @@ impl Rollouts {
             }
         }
     }
+}
+
+/// What a follower does to match the leader's status of this object: the
+/// shadow it also runs promoted, the version it also runs rolled back.
+fn follow(name: &str, t: &mut Tracked, status: &Value) -> Option<Rollout> {
+    let s = t.spec.clone()?;
+    if status["observedGeneration"].as_i64() != Some(t.generation) {
+        return None;
+    }
+    let same = status["contentHash"].as_str().is_some() && status["contentHash"].as_str() == t.hash.as_deref();
+    let change = match (t.phase, status["phase"].as_str()) {
+        ("Shadowing", Some("Live")) if same => {
+            t.set("Staged", true, "Promoting", format!("promoting the shadow of {}, as the leader did", s.plugin));
+            Change::Promote
+        }
+        ("Live", Some("RolledBack")) if same => {
+            t.set("Live", false, "RollingBack", format!("rolling {} back, as the leader did", s.plugin));
+            Change::Rollback
+        }
+        _ => return None,
+    };
+    Some(Rollout { key: name.to_string(), plugin: s.plugin.clone(), origin: s.source.describe(), change })
 }
 
 /// Fetches a source on the current runtime; the result goes to `tx`.
