@@ -1334,6 +1334,44 @@ fn followers_stay_warm_and_follow_the_leaders_promotion() {
     assert!(leader.terminate());
 }
 
+/// A shadow that faults in its own sessions is counted as faulting and is
+/// never promoted by the rule, however alike its decisions.
+#[test]
+fn a_faulting_shadow_is_not_promoted() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("shadow-faults");
+    c.node("rack-a", "64");
+    c.node("rack-b", "64");
+    let reg = Registry::start(&c);
+    let crowded = reg.push(&prefer("crowded"), "tephra/prefer:crowded");
+    let conf = prefer_config(&c);
+    let first_file = prefer("first");
+    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap()];
+    let cache = c.dir.join("cache");
+    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    c.apply(&format!(
+        "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, mode: shadow, \
+         source: {{oci: {{reference: \"{crowded}\", insecure: true}}}}, promotion: {{policy: automatic, cycles: 20, maxDecisionDiffs: 1000}}}}\n"
+    ));
+    let status = || c.json(&["get", "plugin.tephra.io", "prefer"])["status"].clone();
+    // Staged on two nodes (its dry run passes); the third makes every shadow session trap.
+    wait(&c, "default", 60, "Plugin prefer Shadowing", || (status()["phase"] == "Shadowing").then_some(()));
+    c.node("rack-c", "64");
+    let st = wait(&c, "default", 60, "the shadow's faults counted", || {
+        let st = status();
+        (st["faults"].as_u64().unwrap_or(0) >= 5).then_some(st)
+    });
+    assert_eq!(st["phase"], "Shadowing", "{st}");
+    // Well past 20 cycles (300 ms each): still a shadow.
+    std::thread::sleep(Duration::from_secs(8));
+    let st = status();
+    assert_eq!(st["phase"], "Shadowing", "never promoted: {st}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
 /// A live version declared by a Plugin object that faults cycle after
 /// cycle is rolled back: the object says RolledBack (condition and Event),
 /// and the version before it schedules again.

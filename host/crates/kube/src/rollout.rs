@@ -305,7 +305,15 @@ impl Rollouts {
     pub fn observe(&mut self, cycle: &Cycle<'_>) {
         for (name, t) in &mut self.objects {
             let Some(s) = t.spec.clone() else { continue };
-            let faulted = cycle.outcome.faults.iter().any(|f| f.plugin == s.plugin);
+            // A shadow's own faults are in its session, the live version's in the cycle's.
+            let faulted = match t.phase {
+                "Shadowing" => cycle.shadows.iter().any(|d| d.plugin == s.plugin && d.faults > 0),
+                _ => cycle.outcome.faults.iter().any(|f| f.plugin == s.plugin),
+            };
+            if faulted {
+                t.faults += 1;
+                t.dirty = true;
+            }
             match t.phase {
                 "Shadowing" => {
                     let diffs: usize = cycle.shadows.iter().filter(|d| d.plugin == s.plugin).map(|d| d.count()).sum();
@@ -352,10 +360,6 @@ impl Rollouts {
                     }
                 }
                 _ => {}
-            }
-            if faulted {
-                t.faults += 1;
-                t.dirty = true;
             }
         }
     }

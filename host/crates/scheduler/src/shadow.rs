@@ -16,6 +16,8 @@ pub struct ShadowDiff {
     pub evictions_shadow_only: Vec<String>,
     /// Jobs whose PodGroup phase would differ (`job: live vs shadow`).
     pub phases: Vec<String>,
+    /// Faults of the shadow version itself in its session (no decision).
+    pub faults: usize,
 }
 
 impl ShadowDiff {
@@ -73,5 +75,6 @@ pub fn diff(plugin: &str, live: &Outcome, shadow: &Outcome) -> ShadowDiff {
         evictions_live_only: only(&le, &se),
         evictions_shadow_only: only(&se, &le),
         phases,
+        faults: shadow.faults.iter().filter(|f| f.plugin == plugin).count(),
     }
 }
