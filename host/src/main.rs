@@ -480,8 +480,13 @@ fn conformance_run(files: Vec<PathBuf>, plugins_dir: Option<PathBuf>) -> Result<
 
 fn check(file: PathBuf) -> Result<()> {
     let bytes = tephra::files::read(&file)?;
+    check_bytes(&file, &bytes)
+}
+
+/// `plugin check` of a component already read from `file`.
+fn check_bytes(file: &Path, bytes: &[u8]) -> Result<()> {
     let runtime = Runtime::new(Sandbox::default())?;
-    let p = WasmPlugin::load(&runtime, &bytes, &file.display().to_string())?;
+    let p = WasmPlugin::load(&runtime, bytes, &file.display().to_string())?;
     let info = p.info();
     let mut text =
         format!("{}: plugin {:?} version {} (contract {})\n", file.display(), info.name, info.version, info.contract);
@@ -498,8 +503,8 @@ fn check(file: PathBuf) -> Result<()> {
 
 /// Checks the component (as `plugin check`), then pushes it.
 fn push(file: PathBuf, reference: &str, insecure: bool, username: Option<String>) -> Result<()> {
-    check(file.clone())?;
     let bytes = tephra::files::read(&file)?;
+    check_bytes(&file, &bytes)?;
     let basic = match username {
         None => None,
         Some(u) => {

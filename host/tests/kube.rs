@@ -44,6 +44,13 @@ fn env_sh() -> PathBuf {
     repo().join("tests/k8s/env.sh")
 }
 
+/// The directory env.sh installs kube-apiserver, kubectl, kube-scheduler,
+/// helm and the registry into.
+fn bindir() -> PathBuf {
+    let out = Command::new(env_sh()).arg("bindir").output().unwrap();
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
 impl Cluster {
     fn start(name: &str) -> Cluster {
         let dir = std::env::temp_dir().join(format!("tephra-kube-{name}-{}", std::process::id()));
@@ -52,8 +59,7 @@ impl Cluster {
         let out = Command::new(env_sh()).arg("start").arg(&dir).stderr(Stdio::inherit()).output().unwrap();
         assert!(out.status.success(), "env.sh start failed (run tests/k8s/env.sh install first)");
         let kubeconfig = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-        let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
-        let kubectl = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("kubectl");
+        let kubectl = bindir().join("kubectl");
         let text = std::fs::read_to_string(&kubeconfig).unwrap();
         let sa = text
             .replace("  user:\n    token:", "  user:\n    as: system:serviceaccount:tephra-system:tephra\n    token:");
@@ -603,8 +609,7 @@ struct KubeScheduler(Child);
 
 impl KubeScheduler {
     fn start(c: &Cluster) -> KubeScheduler {
-        let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
-        let bin = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("kube-scheduler");
+        let bin = bindir().join("kube-scheduler");
         let conf = c.dir.join("kube-scheduler.yaml");
         std::fs::write(
             &conf,
@@ -1012,8 +1017,7 @@ impl Registry {
     }
 
     fn start_with(c: &Cluster, extra: &str) -> Registry {
-        let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
-        let bin = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("registry");
+        let bin = bindir().join("registry");
         let conf = c.dir.join("registry.yml");
         let base =
             "version: 0.1\nlog: {level: info}\nstorage: {inmemory: {}}\nhttp: {addr: 127.0.0.1:0, secret: test}\n";
@@ -1065,6 +1069,27 @@ impl Drop for Registry {
     }
 }
 
+/// `tephra run` with the `prefer` config and the "first" version live, a
+/// compile and pull cache of its own (every first pull goes to the
+/// registry), and more arguments.
+fn start_prefer_first(c: &Cluster, tag: &str, extra: &[&str]) -> Tephra {
+    let conf = prefer_config(c);
+    let first = prefer("first");
+    let args = [["--config", conf.to_str().unwrap(), "--plugin", first.to_str().unwrap()].as_slice(), extra].concat();
+    let cache = c.dir.join(format!("cache-{tag}"));
+    Tephra::start_env(c, &c.sa_kubeconfig, tag, &args, &[("TEPHRA_CACHE_DIR", &cache)])
+}
+
+/// Waits until Plugin `name`'s status is for its latest generation and in
+/// phase `want`; that status.
+fn plugin_phase(c: &Cluster, name: &str, want: &str) -> Value {
+    wait(c, "default", 60, &format!("Plugin {name} {want}"), || {
+        let o = c.json(&["get", "plugin.tephra.io", name]);
+        let st = &o["status"];
+        (st["phase"] == want && st["observedGeneration"] == o["metadata"]["generation"]).then(|| st.clone())
+    })
+}
+
 /// Policy rollouts as Plugin objects, with components pulled from a real
 /// OCI registry by digest: a shadow reports its decision differences in
 /// status and /metrics and goes live when the object says so; a new digest
@@ -1088,12 +1113,8 @@ fn plugin_objects_roll_out_from_a_registry() {
     let first = reg.push(&prefer("first"), "tephra/prefer:first");
     let last = reg.push(&prefer("last"), "tephra/prefer:last");
     assert!(first.contains("@sha256:") && last.contains("@sha256:") && first != last, "{first} {last}");
-    let conf = prefer_config(&c);
-    let first_file = prefer("first");
-    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap(), "--admin", "127.0.0.1:0"];
-    // A cache of its own: every first pull goes to the registry.
-    let cache = c.dir.join("cache");
-    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    let mut t = start_prefer_first(&c, "a", &["--admin", "127.0.0.1:0"]);
+    let cache = c.dir.join("cache-a");
     let object = |name: &str, plugin: &str, source: &str, extra: &str| {
         format!(
             "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: {name}}}\nspec: {{plugin: {plugin}, source: {source}{extra}}}\n"
@@ -1101,14 +1122,7 @@ fn plugin_objects_roll_out_from_a_registry() {
     };
     let oci = |r: &str| format!("{{oci: {{reference: \"{r}\", insecure: true}}}}");
     let status = |name: &str| c.json(&["get", "plugin.tephra.io", name])["status"].clone();
-    // The phase of the object's latest generation.
-    let phase = |name: &str, want: &'static str| {
-        wait(&c, ns, 60, &format!("Plugin {name} {want}"), || {
-            let o = c.json(&["get", "plugin.tephra.io", name]);
-            let st = &o["status"];
-            (st["phase"] == want && st["observedGeneration"] == o["metadata"]["generation"]).then(|| st.clone())
-        })
-    };
+    let phase = |name: &str, want: &str| plugin_phase(&c, name, want);
     let mut n = 0;
     let mut place = |c: &Cluster| -> String {
         n += 1;
@@ -1235,24 +1249,14 @@ fn plugin_object_pulls_with_a_pull_secret() {
         .output()
         .unwrap();
     assert!(!refused.status.success());
-    let conf = prefer_config(&c);
-    let first_file = prefer("first");
-    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap()];
-    let cache = c.dir.join("cache");
-    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    let mut t = start_prefer_first(&c, "a", &[]);
     let object = |secret: &str| {
         format!(
             "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, \
              source: {{oci: {{reference: \"{last}\", insecure: true{secret}}}}}}}\n"
         )
     };
-    let status = |want: &'static str| {
-        wait(&c, "default", 60, &format!("Plugin prefer {want}"), || {
-            let o = c.json(&["get", "plugin.tephra.io", "prefer"]);
-            let st = &o["status"];
-            (st["phase"] == want && st["observedGeneration"] == o["metadata"]["generation"]).then(|| st.clone())
-        })
-    };
+    let status = |want: &str| plugin_phase(&c, "prefer", want);
     c.apply(&object(""));
     let st = status("Failed");
     assert_eq!(st["conditions"][0]["reason"], "PullFailed", "{st}");
@@ -1289,17 +1293,10 @@ fn followers_stay_warm_and_follow_the_leaders_promotion() {
     namespace(&c, ns);
     let reg = Registry::start(&c);
     let last = reg.push(&prefer("last"), "tephra/prefer:last");
-    let conf = prefer_config(&c);
-    let first_file = prefer("first");
-    let args = [
-        ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap(), "--admin", "127.0.0.1:0"]
-            .as_slice(),
-        &LEADER_ELECT,
-    ]
-    .concat();
-    let a = Tephra::start(&c, "replica-a", &args);
+    let args = [["--admin", "127.0.0.1:0"].as_slice(), &LEADER_ELECT].concat();
+    let a = start_prefer_first(&c, "replica-a", &args);
     std::thread::sleep(Duration::from_secs(2));
-    let b = Tephra::start(&c, "replica-b", &args);
+    let b = start_prefer_first(&c, "replica-b", &args);
     c.apply(&format!(
         "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, mode: shadow, \
          source: {{oci: {{reference: \"{last}\", insecure: true}}}}, promotion: {{policy: automatic, cycles: 3, maxDecisionDiffs: 1000}}}}\n"
@@ -1346,11 +1343,7 @@ fn a_faulting_shadow_is_not_promoted() {
     c.node("rack-b", "64");
     let reg = Registry::start(&c);
     let crowded = reg.push(&prefer("crowded"), "tephra/prefer:crowded");
-    let conf = prefer_config(&c);
-    let first_file = prefer("first");
-    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap()];
-    let cache = c.dir.join("cache");
-    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    let mut t = start_prefer_first(&c, "a", &[]);
     c.apply(&format!(
         "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, mode: shadow, \
          source: {{oci: {{reference: \"{crowded}\", insecure: true}}}}, promotion: {{policy: automatic, cycles: 20, maxDecisionDiffs: 1000}}}}\n"
@@ -1387,11 +1380,7 @@ fn plugin_object_rolls_back_a_faulting_version() {
     namespace(&c, ns);
     let reg = Registry::start(&c);
     let crowded = reg.push(&prefer("crowded"), "tephra/prefer:crowded");
-    let conf = prefer_config(&c);
-    let first_file = prefer("first");
-    let args = ["--config", conf.to_str().unwrap(), "--plugin", first_file.to_str().unwrap()];
-    let cache = c.dir.join("cache");
-    let mut t = Tephra::start_env(&c, &c.sa_kubeconfig, "a", &args, &[("TEPHRA_CACHE_DIR", &cache)]);
+    let mut t = start_prefer_first(&c, "a", &[]);
     c.apply(&format!(
         "apiVersion: tephra.io/v1alpha1\nkind: Plugin\nmetadata: {{name: prefer}}\nspec: {{plugin: prefer, \
          source: {{oci: {{reference: \"{crowded}\", insecure: true}}}}, rollback: {{afterFaultyCycles: 2}}}}\n"
@@ -1777,8 +1766,7 @@ fn helm_chart_renders_the_manifests_applies_and_schedules() {
     if skip() {
         return;
     }
-    let bindir = Command::new(env_sh()).arg("bindir").output().unwrap();
-    let helm = PathBuf::from(String::from_utf8(bindir.stdout).unwrap().trim()).join("helm");
+    let helm = bindir().join("helm");
     let c = Cluster::start("chart");
     let rendered = c.dir.join("rendered");
     std::fs::create_dir_all(&rendered).unwrap();

@@ -10,6 +10,7 @@ use crate::control::QueueRow;
 use prometheus::{Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, Opts, Registry};
 use std::collections::BTreeSet;
 use tephra_model::cluster::Cluster;
+use tephra_model::tracked::Mark;
 use tephra_session::session::{Decision, Outcome};
 
 /// Volcano's `ExponentialBucketsRange(min, max, n)`: n bounds from min to
@@ -39,6 +40,8 @@ pub struct Metrics {
     unschedulable_seen: BTreeSet<String>,
     queues_seen: BTreeSet<String>,
     scalars_seen: BTreeSet<(usize, String, String)>,
+    /// The PodGroups as last swept for gone jobs.
+    podgroups_read: Option<Mark>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -164,6 +167,7 @@ impl Metrics {
             unschedulable_seen: BTreeSet::new(),
             queues_seen: BTreeSet::new(),
             scalars_seen: BTreeSet::new(),
+            podgroups_read: None,
             registry: r,
         }
     }
@@ -209,8 +213,11 @@ impl Metrics {
             self.job_duration.with_label_values(&[&labels.0, &labels.1, &labels.2]).set(ms);
             self.jobs_seen.insert(labels);
         }
-        // Gone jobs leave the gauge, as Volcano deletes them.
-        if !self.jobs_seen.is_empty() {
+        // Gone jobs leave the gauge, as Volcano deletes them: looked for
+        // only when PodGroups went or came, not on every cycle.
+        let moved = self.podgroups_read.is_none_or(|m| cluster.podgroups.changed_whole_since(m));
+        self.podgroups_read = Some(cluster.podgroups.mark());
+        if moved && !self.jobs_seen.is_empty() {
             let live: std::collections::HashSet<(&str, &str)> =
                 cluster.podgroups.iter().map(|g| (g.namespace.as_str(), g.name.as_str())).collect();
             let gone: Vec<_> = self
