@@ -266,18 +266,28 @@ impl Tephra {
     /// the whole answer.
     fn admin_request(&self, method: &str, path: &str, token: Option<&str>) -> String {
         use std::io::Read;
-        let log = self.log();
-        let addr = log
-            .lines()
-            .find_map(|l| l.strip_prefix("admin: listening on http://"))
-            .unwrap_or_else(|| panic!("no admin address in the log:\n{log}"));
-        let mut s = std::net::TcpStream::connect(addr.trim()).unwrap();
+        let addr = self.admin_address();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
         let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n")
             .unwrap();
         let mut body = String::new();
         s.read_to_string(&mut body).unwrap();
         body
+    }
+
+    /// Its --admin address, read from its log once it is there: a replica
+    /// still compiling its plugins has not printed it yet.
+    fn admin_address(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let log = self.log();
+            if let Some(a) = log.lines().find_map(|l| l.strip_prefix("admin: listening on http://")) {
+                return a.trim().to_string();
+            }
+            assert!(Instant::now() < deadline, "no admin address in the log after 60 s:\n{log}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// The value of one metric line.
