@@ -54,8 +54,8 @@ const CYCLE_KEYS: [&str; 9] = [
     "running",
     "pending_reason",
 ];
-const PLUGIN_FN_KEYS: [&str; 4] =
-    ["node_scores", "predicate_status", "job_enqueueable", "backfill_candidates_in_order"];
+const PLUGIN_FN_KEYS: [&str; 5] =
+    ["node_scores", "predicate_status", "job_enqueueable", "job_order", "backfill_candidates_in_order"];
 const EVENTUALLY_KEYS: [&str; 12] = [
     "job_phase",
     "podgroup_condition",
@@ -705,6 +705,20 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
         let got = ssn.policies.vote(&ssn.events, crate::plugin::Call::JobEnqueueable(j as u32));
         if Some(got) != want.as_bool() {
             diffs.push(format!("job_enqueueable {key}: want {want:?}, got {got}"));
+        }
+    }
+    if let Some(want) = expect.get("job_order") {
+        // Every job, in the order the plugins' keys put them (ties keep the job index).
+        let ids: Vec<u32> = (0..ssn.names.jobs.len() as u32).collect();
+        let rows = ssn.policies.order_keys(&ssn.events, crate::plugin::Call::JobOrder(&ids), ids.len());
+        let mut order = ids.clone();
+        order.sort_by(|&a, &b| {
+            let by_row = |r: &Vec<f64>| r[a as usize].total_cmp(&r[b as usize]);
+            rows.iter().map(by_row).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let got: Vec<String> = order.iter().map(|&j| ssn.names.jobs[j as usize].clone()).collect();
+        if strs(Some(want)) != got {
+            diffs.push(format!("job_order: want {:?}, got {got:?}", strs(Some(want))));
         }
     }
     if let Some(want) = expect.get("backfill_candidates_in_order") {

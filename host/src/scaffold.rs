@@ -1,7 +1,7 @@
 //! `tephra plugin new`: a buildable plugin project with a test, in Rust,
 //! Python or JavaScript. The Python and JavaScript projects start from the
 //! example policies (`examples/plugins/`), renamed, with their own copy of the
-//! contract so they build anywhere.
+//! contract and of the SDK so they build anywhere.
 
 use anyhow::{anyhow, bail, Result};
 use std::path::Path;
@@ -13,16 +13,41 @@ const TEST_SH: &str = include_str!("../templates/test.sh.in");
 const PY_APP: &str = include_str!("../../examples/plugins/python/app.py");
 const PY_BUILD: &str = include_str!("../../examples/plugins/python/build.sh");
 const PY_CLUSTER: &str = include_str!("../../examples/plugins/python/cluster.yaml");
+const PY_SCENARIOS: &str = include_str!("../../examples/plugins/python/scenarios.yaml");
+const PY_TEST: &str = include_str!("../../examples/plugins/python/test_app.py");
+/// The Python SDK's package, file by file.
+const PY_SDK: [(&str, &str); 7] = [
+    ("__init__.py", include_str!("../../sdk/python/tephra_sdk/__init__.py")),
+    ("__main__.py", include_str!("../../sdk/python/tephra_sdk/__main__.py")),
+    ("component.py", include_str!("../../sdk/python/tephra_sdk/component.py")),
+    ("policy.py", include_str!("../../sdk/python/tephra_sdk/policy.py")),
+    ("resources.py", include_str!("../../sdk/python/tephra_sdk/resources.py")),
+    ("session.py", include_str!("../../sdk/python/tephra_sdk/session.py")),
+    ("testing.py", include_str!("../../sdk/python/tephra_sdk/testing.py")),
+];
 const JS_APP: &str = include_str!("../../examples/plugins/js/spread-label.js");
 const JS_BUILD: &str = include_str!("../../examples/plugins/js/build.sh");
 const JS_PACKAGE: &str = include_str!("../../examples/plugins/js/package.json");
 const JS_LOCK: &str = include_str!("../../examples/plugins/js/package-lock.json");
 const JS_CLUSTER: &str = include_str!("../../examples/plugins/js/cluster.yaml");
+const JS_SCENARIOS: &str = include_str!("../../examples/plugins/js/scenarios.yaml");
+const JS_TEST: &str = include_str!("../../examples/plugins/js/spread-label.test.js");
+const JS_SDK: &str = include_str!("../../sdk/js/tephra-sdk.js");
+const JS_WORLD: &str = include_str!("../../sdk/js/world.js");
+/// Where the JavaScript example imports the SDK from, and where a project does.
+const JS_SDK_IMPORT: (&str, &str) = ("'../../../sdk/js/tephra-sdk.js'", "'./tephra-sdk.js'");
 
-/// The build scripts find the contract next to them in a scaffolded project.
+/// The build scripts find the contract and the SDK next to them in a
+/// scaffolded project.
 fn local_wit(script: &str) -> String {
-    let lines: Vec<&str> =
-        script.lines().map(|l| if l.starts_with("WIT_DIR=") { "WIT_DIR=$HERE/wit" } else { l }).collect();
+    let lines: Vec<&str> = script
+        .lines()
+        .map(|l| match l {
+            l if l.starts_with("WIT_DIR=") => "WIT_DIR=$HERE/wit",
+            l if l.starts_with("SDK_DIR=") => "SDK_DIR=$HERE",
+            l => l,
+        })
+        .collect();
     lines.join("\n") + "\n"
 }
 
@@ -47,7 +72,9 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
     if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
         bail!("{}: already exists and is not empty", dir.display());
     }
-    let test = |expect: &str| TEST_SH.replace("{{name}}", name).replace("{{expect}}", expect);
+    let test = |unit: &str, expect: &str| {
+        TEST_SH.replace("{{unit}}", unit).replace("{{name}}", name).replace("{{expect}}", expect)
+    };
     let files: Vec<(String, String, bool)> = match lang {
         "rust" => {
             let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
@@ -61,24 +88,42 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
                 ("src/lib.rs".into(), RUST_LIB.replace("{{name}}", name), false),
             ]
         }
-        "python" => vec![
-            ("app.py".into(), PY_APP.replace("NAME = \"fair-team\"", &format!("NAME = \"{name}\"")), false),
-            ("build.sh".into(), local_wit(&PY_BUILD.replace("NAME=fair-team", &format!("NAME={name}"))), true),
-            ("cluster.yaml".into(), PY_CLUSTER.replace("fair-team", name), false),
-            (
-                "test.sh".into(),
-                test("team-b/train-b-t-0 → solo\nteam-c/train-c-t-0 → solo\nteam-a/train-a-t-0 → solo"),
-                true,
-            ),
-            ("wit/scheduler.wit".into(), WIT.to_string(), false),
-            (".gitignore".into(), ".venv/\nbindings/\n__pycache__/\nout/\n".into(), false),
-        ],
+        "python" => {
+            let mut files = vec![
+                ("app.py".into(), PY_APP.replace("NAME = \"fair-team\"", &format!("NAME = \"{name}\"")), false),
+                ("test_app.py".into(), PY_TEST.to_string(), false),
+                ("build.sh".into(), local_wit(&PY_BUILD.replace("NAME=fair-team", &format!("NAME={name}"))), true),
+                ("cluster.yaml".into(), PY_CLUSTER.replace("fair-team", name), false),
+                ("scenarios.yaml".into(), PY_SCENARIOS.replace("fair-team", name), false),
+                (
+                    "test.sh".into(),
+                    test(
+                        "(cd \"$HERE\" && python3 -m unittest -q test_app)",
+                        "team-b/train-b-t-0 → solo\nteam-c/train-c-t-0 → solo\nteam-a/train-a-t-0 → solo",
+                    ),
+                    true,
+                ),
+                ("wit/scheduler.wit".into(), WIT.to_string(), false),
+                (".gitignore".into(), ".venv/\nbindings/\n__pycache__/\nout/\n".into(), false),
+            ];
+            files.extend(PY_SDK.iter().map(|(f, text)| (format!("tephra_sdk/{f}"), text.to_string(), false)));
+            files
+        }
         "js" => vec![
             (
                 format!("{name}.js"),
-                JS_APP.replace("const NAME = 'spread-label';", &format!("const NAME = '{name}';")),
+                JS_APP
+                    .replace("static NAME = 'spread-label';", &format!("static NAME = '{name}';"))
+                    .replace(JS_SDK_IMPORT.0, JS_SDK_IMPORT.1),
                 false,
             ),
+            (
+                format!("{name}.test.js"),
+                JS_TEST.replace("./spread-label.js", &format!("./{name}.js")).replace(JS_SDK_IMPORT.0, JS_SDK_IMPORT.1),
+                false,
+            ),
+            ("tephra-sdk.js".into(), JS_SDK.to_string(), false),
+            ("world.js".into(), JS_WORLD.to_string(), false),
             ("build.sh".into(), local_wit(&JS_BUILD.replace("NAME=spread-label", &format!("NAME={name}"))), true),
             (
                 "package.json".into(),
@@ -91,9 +136,13 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
                 false,
             ),
             ("cluster.yaml".into(), JS_CLUSTER.replace("spread-label", name), false),
+            ("scenarios.yaml".into(), JS_SCENARIOS.replace("spread-label", name), false),
             (
                 "test.sh".into(),
-                test("apps/web-t-0 → east-1\napps/web-t-1 → east-2\napps/web-t-2 → east-2\napps/web-t-3 → east-1"),
+                test(
+                    &format!("(cd \"$HERE\" && node --test {name}.test.js >/dev/null)"),
+                    "apps/web-t-0 → east-1\napps/web-t-1 → east-2\napps/web-t-2 → east-2\napps/web-t-3 → east-1",
+                ),
                 true,
             ),
             ("wit/scheduler.wit".into(), WIT.to_string(), false),

@@ -1,5 +1,6 @@
 //! Policies written in Python and JavaScript, built by `./dev test` into
-//! `$TEPHRA_GUESTS_DIR`, loaded by the host and run through the simulator.
+//! `$TEPHRA_GUESTS_DIR` (on the SDKs, and as they were for contract 0.4.0),
+//! loaded by the host, run through the simulator and `tephra plugin test`.
 //! Plain `cargo test` (no guests built) says so and checks nothing.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,85 @@ fn simulate(example: &str, plugin: &Path) -> String {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!text.contains("FAULT"), "{text}");
     text
+}
+
+/// `tephra` with these arguments, from the repository: (success, stdout).
+fn tephra(args: &[&str], plugin: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+        .args(&args[..2])
+        .arg(plugin)
+        .args(&args[2..])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// The component exports the points of its policy and nothing else, passes
+/// its own scenarios, and its 0.4.0 build schedules the example alike.
+fn check_guest(name: &str, point: &str, example: &str, cases: usize) {
+    let wasm = guest(&format!("{name}.wasm")).unwrap();
+    let (ok, text) = tephra(&["plugin", "check"], &wasm);
+    assert!(ok, "{text}");
+    let implements: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("implements ")).collect();
+    assert_eq!(implements, [point], "{text}");
+    assert!(text.contains("(contract 0.6.0)"), "{text}");
+    let scenarios = format!("examples/plugins/{example}/scenarios.yaml");
+    let (ok, text) = tephra(&["plugin", "test", &scenarios], &wasm);
+    assert!(ok, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("pass ")).count(), cases, "{text}");
+    let old = guest(&format!("{name}-0.4.0.wasm")).unwrap();
+    let (ok, text) = tephra(&["plugin", "check"], &old);
+    assert!(ok && text.contains("(contract 0.4.0)") && text.contains(&format!("implements {point}")), "{text}");
+    let cluster = format!("examples/plugins/{example}/cluster.yaml");
+    assert_eq!(simulate(&cluster, &old), simulate(&cluster, &wasm), "{name}: 0.4.0 and 0.6.0 builds differ");
+}
+
+/// A large component (the Python one is 18 MB, 5-10 s of Cranelift) is
+/// compiled once: the next start reads its compiled code from the disk cache.
+#[test]
+fn a_large_component_is_compiled_once_and_read_from_the_disk_cache_after() {
+    let Some(wasm) = guest("fair-team.wasm") else {
+        eprintln!("TEPHRA_GUESTS_DIR not set: run ./dev test to build and check the Python guest");
+        return;
+    };
+    assert!(std::fs::metadata(&wasm).unwrap().len() > 10 << 20);
+    let cache = std::env::temp_dir().join(format!("tephra-guests-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let check = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+            .env("TEPHRA_CACHE_DIR", &cache)
+            .args(["plugin", "check"])
+            .arg(&wasm)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let first = check();
+    assert!(first.contains("compiled now, kept in the disk cache"), "{first}");
+    let second = check();
+    assert!(second.contains("compiled code read from the disk cache"), "{second}");
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[test]
+fn python_guest_exports_its_point_passes_its_scenarios_and_its_0_4_build_agrees() {
+    if guest("fair-team.wasm").is_none() {
+        eprintln!("TEPHRA_GUESTS_DIR not set: run ./dev test to build and check the Python guest");
+        return;
+    }
+    check_guest("fair-team", "job-order", "python", 2);
+}
+
+#[test]
+fn javascript_guest_exports_its_point_passes_its_scenarios_and_its_0_4_build_agrees() {
+    if guest("spread-label.wasm").is_none() {
+        eprintln!("TEPHRA_GUESTS_DIR not set: run ./dev test to build and check the JavaScript guest");
+        return;
+    }
+    check_guest("spread-label", "node-order", "js", 3);
 }
 
 fn binds(text: &str) -> Vec<(String, String)> {

@@ -1216,7 +1216,7 @@ fn plugin_objects_roll_out_from_a_registry() {
         ("junk", "Rejected", "junk.wasm"),
         ("misnamed", "Rejected", "calls itself \"prefer\", not \"gang\""),
         ("unreachable", "PullFailed", "127.0.0.1:9"),
-        ("wrong", "Rejected", "does not export tephra:scheduler/policy@"),
+        ("wrong", "Rejected", "exports no plugin contract this host speaks"),
     ] {
         let st = phase(name, "Failed");
         let cond = &st["conditions"][0];

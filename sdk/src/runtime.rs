@@ -2,9 +2,10 @@
 //! session view, applies events, and shapes batched answers.
 
 use crate::args::Args;
+use crate::bindings::exports::tephra::scheduler::session::PluginInfo;
 use crate::policy::{Fits, Policy, Unfit};
 use crate::session::Session;
-use crate::types::{Event, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
+use crate::types::{Event, Fit, LockOwner, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -62,7 +63,7 @@ impl<P: Policy> Runtime<P> {
             name: P::NAME.into(),
             version: P::VERSION.into(),
             contract: crate::CONTRACT.into(),
-            points: P::POINTS.to_vec(),
+            flush_events: P::POINTS.contains(&crate::ExtensionPoint::Events),
         }
     }
 
@@ -287,7 +288,7 @@ mod tests {
     use super::Runtime;
     use crate::policy::{Policy, Unfit};
     use crate::testing::SnapshotBuilder;
-    use crate::types::ExtensionPoint;
+    use crate::ExtensionPoint;
     use crate::Session;
     use std::sync::Arc;
 

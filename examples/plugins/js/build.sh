@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the `spread-label` policy (spread-label.js) into
-# OUT_DIR/spread-label.wasm, a component of the world
-# tephra:scheduler/plugin@0.5.0, with componentize-js (SpiderMonkey) or,
-# with JS_ENGINE=quickjs, componentize-qjs (QuickJS).
+# OUT_DIR/spread-label.wasm with componentize-js (SpiderMonkey) or, with
+# JS_ENGINE=quickjs, componentize-qjs (QuickJS): a component of the world
+# tephra:scheduler/plugin@0.6.0 plus the extension points the policy
+# implements (the methods it overrides; `node world.js` of the SDK prints it).
 #
 #   ./build.sh OUT_DIR
 #
@@ -40,6 +41,8 @@ say() { echo "build.sh ($NAME): $*" >&2; }
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WIT_DIR=$(cd "$HERE/../../../wit" 2>/dev/null && pwd) || die "no wit/ directory at $HERE/../../../wit"
 [ -f "$WIT_DIR/scheduler.wit" ] || die "$WIT_DIR/scheduler.wit not found"
+SDK_DIR=$(cd "$HERE/../../../sdk/js" 2>/dev/null && pwd) || die "no JavaScript SDK at $HERE/../../../sdk/js"
+[ -f "$SDK_DIR/tephra-sdk.js" ] || die "$SDK_DIR/tephra-sdk.js not found"
 mkdir -p "$1" || die "cannot create output directory $1"
 OUT_DIR=$(cd "$1" && pwd)
 OUT=$OUT_DIR/$NAME.wasm
@@ -87,22 +90,32 @@ for f in "$CJS" "$QJS" "$JCO"; do
   [ -f "$f" ] || die "$f missing: remove node_modules and run again"
 done
 
-# 2. The component (written next to OUT and renamed: never a half-written file).
+# 2. The world and the sources: the policy, with its SDK import pointed at a
+# copy beside it, and a WIT directory of the world and the contract.
+BUILD=$OUT_DIR/.$NAME.build
+rm -rf "$BUILD"
+mkdir -p "$BUILD/wit/deps/tephra-scheduler"
+node "$SDK_DIR/world.js" "$HERE/$NAME.js" >"$BUILD/wit/world.wit" || die "$NAME.js does not load under Node (see above)"
+cp "$WIT_DIR/scheduler.wit" "$BUILD/wit/deps/tephra-scheduler/"
+cp "$SDK_DIR/tephra-sdk.js" "$BUILD/"
+sed -E "s#from '[^']*tephra-sdk\.js'#from './tephra-sdk.js'#" "$HERE/$NAME.js" >"$BUILD/$NAME.js"
+
+# 3. The component (written next to OUT and renamed: never a half-written file).
 TMP=$OUT_DIR/.$NAME.wasm.tmp
 trap 'rm -f "$TMP"' EXIT
 START=$(date +%s%N)
 if [ "$ENGINE" = spidermonkey ]; then
   say "building $OUT with componentize-js (WASI: ${PLUGIN_WASI:-none})"
-  node "$CJS" "$NAME.js" --wit "$WIT_DIR" --world-name plugin --disable "${DISABLE[@]}" --out "$TMP" ||
+  (cd "$BUILD" && node "$HERE/$CJS" "$NAME.js" --wit wit --world-name plugin --disable "${DISABLE[@]}" --out "$TMP") ||
     die "componentize-js failed (see above)"
 else
   say "building $OUT with componentize-qjs (WASI: stubbed)"
-  node "$QJS" --wit "$WIT_DIR" --world plugin --js "$NAME.js" --sync --stub-wasi --output "$TMP" >/dev/null ||
+  (cd "$BUILD" && node "$HERE/$QJS" --wit wit --world plugin --js "$NAME.js" --sync --stub-wasi --output "$TMP" >/dev/null) ||
     die "componentize-qjs failed (see above)"
 fi
 
-# 3. Never ship a component that asks the host for wasi:http.
-WIT=$(node "$JCO" wit "$TMP" 2>/dev/null) || die "jco wit could not read the component"
+# 4. Never ship a component that asks the host for wasi:http.
+WIT=$(node "$HERE/$JCO" wit "$TMP" 2>/dev/null) || die "jco wit could not read the component"
 if grep -q 'import wasi:http' <<<"$WIT"; then
   die "the component imports wasi:http: $(grep 'import wasi:http' <<<"$WIT" | tr -s ' \n' ' ')"
 fi

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Builds the `fair-team` policy (app.py) into OUT_DIR/fair-team.wasm, a
-# component of the world tephra:scheduler/plugin@0.5.0, with componentize-py.
+# Builds the `fair-team` policy (app.py) into OUT_DIR/fair-team.wasm with
+# componentize-py: a component of the world tephra:scheduler/plugin@0.6.0
+# plus the extension points the policy implements (the methods it overrides;
+# `python -m tephra_sdk world app` prints that world).
 #
 #   ./build.sh OUT_DIR
 #
 # Idempotent: the virtualenv (.venv, gitignored) is created and
 # componentize-py installed into it only when missing or at another version;
 # bindings for editors (bindings/, gitignored) are regenerated only when the
-# WIT changed. The component itself is rebuilt on every run (~10-15 s).
+# world changed. The component itself is rebuilt on every run (~10-15 s).
 #
 # Environment:
 #   PLUGIN_WASI=none (default)  WASI imports replaced by trapping stubs
@@ -30,6 +32,8 @@ say() { echo "build.sh ($NAME): $*" >&2; }
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WIT_DIR=$(cd "$HERE/../../../wit" 2>/dev/null && pwd) || die "no wit/ directory at $HERE/../../../wit"
 [ -f "$WIT_DIR/scheduler.wit" ] || die "$WIT_DIR/scheduler.wit not found"
+SDK_DIR=$(cd "$HERE/../../../sdk/python" 2>/dev/null && pwd) || die "no Python SDK at $HERE/../../../sdk/python"
+[ -f "$SDK_DIR/tephra_sdk/__init__.py" ] || die "$SDK_DIR/tephra_sdk not found"
 mkdir -p "$1" || die "cannot create output directory $1"
 OUT_DIR=$(cd "$1" && pwd)
 OUT=$OUT_DIR/$NAME.wasm
@@ -63,14 +67,21 @@ if [ "$("$CPY" --version 2>/dev/null || true)" != "componentize-py $COMPONENTIZE
     die "componentize-py $COMPONENTIZE_PY_VERSION did not install as expected"
 fi
 
-# 3. Bindings for editors and type checkers (componentize generates its own).
+# 3. The world: the base plugin world and the points the policy implements.
+BUILD=$OUT_DIR/.$NAME.build
+mkdir -p "$BUILD"
+(cd "$HERE" && PYTHONPATH="$HERE:$SDK_DIR" "$VENV/bin/python" -m tephra_sdk world app >"$BUILD/world.wit") ||
+  die "app.py does not load under plain Python (see above)"
+WIT_ARGS=(-d "$WIT_DIR/scheduler.wit" -d "$BUILD/world.wit" -w local:plugin/plugin)
+
+# Bindings for editors and type checkers (componentize generates its own).
 BINDINGS=$HERE/bindings
 STAMP=$BINDINGS/.wit-sha256
-WIT_SUM="$(cat "$WIT_DIR"/*.wit | sha256sum | cut -d' ' -f1) $COMPONENTIZE_PY_VERSION"
+WIT_SUM="$(cat "$WIT_DIR/scheduler.wit" "$BUILD/world.wit" | sha256sum | cut -d' ' -f1) $COMPONENTIZE_PY_VERSION"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WIT_SUM" ]; then
   say "generating bindings in $BINDINGS"
   rm -rf "$BINDINGS"
-  "$CPY" -d "$WIT_DIR" -w plugin bindings "$BINDINGS" || die "binding generation failed"
+  "$CPY" "${WIT_ARGS[@]}" bindings "$BINDINGS" || die "binding generation failed"
   echo "$WIT_SUM" >"$STAMP"
 fi
 
@@ -79,7 +90,7 @@ say "building $OUT (WASI: ${PLUGIN_WASI:-none})"
 TMP=$OUT_DIR/.$NAME.wasm.tmp
 trap 'rm -f "$TMP"' EXIT
 START=$(date +%s%N)
-(cd "$HERE" && "$CPY" --quiet -d "$WIT_DIR" -w plugin componentize ${STUB[@]+"${STUB[@]}"} -p "$HERE" app -o "$TMP") ||
+(cd "$HERE" && "$CPY" --quiet "${WIT_ARGS[@]}" componentize ${STUB[@]+"${STUB[@]}"} -p "$HERE" -p "$SDK_DIR" app -o "$TMP") ||
   die "componentize-py failed (see above)"
 mv -f "$TMP" "$OUT"
 MS=$((($(date +%s%N) - START) / 1000000))

@@ -86,9 +86,9 @@ fn vote(v: g::Vote) -> h::Vote {
     }
 }
 
-fn point(p: &g::ExtensionPoint) -> h::ExtensionPoint {
-    use g::ExtensionPoint as G;
+fn point(p: &tephra_sdk::ExtensionPoint) -> h::ExtensionPoint {
     use h::ExtensionPoint as H;
+    use tephra_sdk::ExtensionPoint as G;
     match p {
         G::QueueOrder => H::QueueOrder,
         G::JobOrder => H::JobOrder,
@@ -129,7 +129,7 @@ impl<P: Policy + Send + 'static> Native<P> {
             name: i.name,
             version: i.version,
             contract: i.contract,
-            points: i.points.iter().map(point).collect(),
+            points: P::POINTS.iter().map(point).collect(),
         };
         Box::new(Native::<P> { rt: Runtime::default(), info, reasons: Reasons::default() })
     }

@@ -135,7 +135,7 @@ impl Policy for Binpack {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Binpack);
+tephra_sdk::export_plugin!(Binpack: node_order);
 
 #[cfg(test)]
 mod tests {

@@ -711,7 +711,7 @@ impl Policy for Capacity {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Capacity);
+tephra_sdk::export_plugin!(Capacity: queue_order, victim_queue_order, allocatable, preemptive, reclaimable, job_enqueueable, job_enqueued, queue_status);
 
 #[cfg(test)]
 mod tests;

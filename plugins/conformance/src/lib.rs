@@ -35,7 +35,7 @@ impl Policy for Conformance {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Conformance);
+tephra_sdk::export_plugin!(Conformance: preemptable, reclaimable);
 
 #[cfg(test)]
 mod tests {

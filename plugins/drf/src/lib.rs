@@ -97,7 +97,7 @@ impl Policy for Drf {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Drf);
+tephra_sdk::export_plugin!(Drf: job_order, preemptable);
 
 #[cfg(test)]
 mod tests {

@@ -147,7 +147,7 @@ impl Policy for Gang {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Gang);
+tephra_sdk::export_plugin!(Gang: job_valid, preemptable, reclaimable, job_order, job_ready, job_pipelined, job_starving);
 
 #[cfg(test)]
 mod tests {

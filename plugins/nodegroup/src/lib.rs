@@ -637,4 +637,4 @@ impl Policy for NodeGroup {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(NodeGroup);
+tephra_sdk::export_plugin!(NodeGroup: predicate, node_order);

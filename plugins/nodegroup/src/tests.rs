@@ -417,7 +417,8 @@ fn a_group_label_with_an_empty_value_is_a_group_named_empty() {
 fn plugin_info_and_reasons_are_unresolvable_and_name_the_group() {
     let info = Runtime::<NodeGroup>::info();
     assert_eq!(info.name, "nodegroup");
-    assert_eq!(info.points, [P::Predicate, P::NodeOrder, P::Events]);
+    assert!(info.flush_events);
+    assert_eq!(NodeGroup::POINTS, [P::Predicate, P::NodeOrder, P::Events]);
     let mut c = Cluster::new();
     let nodes = c.five_nodes();
     let q = c.queue(NONE);

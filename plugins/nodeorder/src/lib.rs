@@ -365,7 +365,7 @@ impl NodeOrder {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(NodeOrder);
+tephra_sdk::export_plugin!(NodeOrder: node_order);
 
 #[cfg(test)]
 mod tests {

@@ -82,7 +82,7 @@ impl Policy for Overcommit {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Overcommit);
+tephra_sdk::export_plugin!(Overcommit: job_enqueueable, job_enqueued);
 
 #[cfg(test)]
 mod tests {

@@ -195,7 +195,7 @@ impl Policy for Predicates {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Predicates);
+tephra_sdk::export_plugin!(Predicates: predicate);
 
 #[cfg(test)]
 mod tests {

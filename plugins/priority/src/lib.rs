@@ -45,7 +45,7 @@ impl Policy for Priority {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Priority);
+tephra_sdk::export_plugin!(Priority: task_order, job_order, preemptable, job_starving);
 
 #[cfg(test)]
 mod tests {

@@ -300,7 +300,7 @@ impl Policy for Proportion {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Proportion);
+tephra_sdk::export_plugin!(Proportion: queue_order, overused, allocatable, preemptive, reclaimable, job_enqueueable, job_enqueued, queue_status);
 
 #[cfg(test)]
 mod tests;

@@ -559,4 +559,4 @@ fn quantity(v: &str) -> Option<f64> {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Reservation);
+tephra_sdk::export_plugin!(Reservation: target_job, reserved_nodes, victim_tasks);

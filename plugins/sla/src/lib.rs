@@ -61,7 +61,7 @@ impl Policy for Sla {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Sla);
+tephra_sdk::export_plugin!(Sla: job_order, job_enqueueable, job_pipelined);
 
 #[cfg(test)]
 mod tests {

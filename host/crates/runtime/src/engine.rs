@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tephra_contract::world::host::{self, Kind, Level};
-use tephra_contract::world::Plugin;
 use tephra_model::snapshot::Names;
-use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::component::{Component, Linker, Resource, ResourceTable};
 use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -170,6 +169,37 @@ impl WasiView for State {
 
 impl tephra_contract::types::Host for State {}
 
+/// Earlier contracts' host interfaces: the same functions, their own enums.
+macro_rules! legacy_host {
+    ($v:ident) => {
+        impl tephra_contract::world::$v::host::Host for State {
+            fn log(&mut self, level: tephra_contract::world::$v::host::Level, message: String) {
+                use tephra_contract::world::$v::host::Level as L;
+                let level = match level {
+                    L::Error => Level::Error,
+                    L::Warn => Level::Warn,
+                    L::Info => Level::Info,
+                    L::Debug => Level::Debug,
+                };
+                host::Host::log(self, level, message)
+            }
+
+            fn name(&mut self, kind: tephra_contract::world::$v::host::Kind, id: u32) -> String {
+                use tephra_contract::world::$v::host::Kind as K;
+                let kind = match kind {
+                    K::Node => Kind::Node,
+                    K::Queue => Kind::Queue,
+                    K::Job => Kind::Job,
+                    K::Task => Kind::Task,
+                };
+                host::Host::name(self, kind, id)
+            }
+        }
+    };
+}
+legacy_host!(v0_5);
+legacy_host!(v0_4);
+
 impl host::Host for State {
     fn log(&mut self, level: Level, message: String) {
         // Rate-limited by lines and bytes: a chatty plugin cannot flood the
@@ -252,6 +282,8 @@ pub struct Runtime {
     /// Compiled components by content hash: a version seen before is not
     /// compiled again (repeated swaps, rollbacks, many schedulers).
     compiled: Arc<Mutex<HashMap<String, Component>>>,
+    /// The on-disk cache of compiled code (a restart does not compile again).
+    disk: Option<wasmtime::Cache>,
 }
 
 impl Runtime {
@@ -265,12 +297,14 @@ impl Runtime {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         // Compiled code is cached on disk by content: restarts do not recompile.
+        let mut disk = None;
         if let Some(dir) = &sandbox.cache_dir {
             let mut cache = wasmtime::CacheConfig::new();
             cache.with_directory(dir);
             match wasmtime::Cache::new(cache) {
                 Ok(c) => {
-                    config.cache(Some(c));
+                    config.cache(Some(c.clone()));
+                    disk = Some(c);
                 }
                 Err(e) => tracing::warn!("compiled-plugin cache in {} disabled: {e}", dir.display()),
             }
@@ -287,8 +321,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| anyhow!("linking WASI: {e}"))?;
         no_blocking_sleep(&mut linker).map_err(|e| anyhow!("linking the clock: {e}"))?;
-        Plugin::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)
-            .map_err(|e| anyhow!("linking host interface: {e}"))?;
+        crate::contracts::link(&mut linker)?;
         Ok(Runtime {
             engine,
             linker: Arc::new(linker),
@@ -296,7 +329,14 @@ impl Runtime {
             said: Arc::default(),
             held: Arc::default(),
             compiled: Arc::default(),
+            disk,
         })
+    }
+
+    /// Reads of the on-disk cache of compiled code so far: (hits, misses);
+    /// `None` without a cache.
+    pub fn disk_cache_reads(&self) -> Option<(usize, usize)> {
+        self.disk.as_ref().map(|c| (c.cache_hits(), c.cache_misses()))
     }
 
     /// Bytes of linear memory all instances of this runtime hold now.

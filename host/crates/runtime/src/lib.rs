@@ -3,6 +3,7 @@
 //! ([`plugin`]), the plugin [`library`] with every version it replaced,
 //! [`staging`] of new versions, and the plugins-directory [`watch`].
 
+mod contracts;
 mod engine;
 pub mod library;
 mod output;

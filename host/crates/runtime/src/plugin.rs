@@ -3,10 +3,10 @@
 //! trap. Keeping it matters at scale: a fresh instance page-faults its way
 //! through all the memory the snapshot needs, every cycle.
 
+use crate::contracts::{self, Instance, Pre};
 use crate::engine::{Runtime, State};
 use anyhow::{anyhow, bail, Result};
 use std::sync::Arc;
-use tephra_contract::world::{Plugin, PluginPre};
 use tephra_contract::{Event, PluginInfo, Snapshot, SnapshotDelta};
 use tephra_dispatch::backend::{Answer, Backend, Call, Reasons};
 use tephra_model::snapshot::Names;
@@ -15,14 +15,14 @@ use wasmtime::Store;
 /// A policy running as a WebAssembly component.
 pub struct WasmPlugin {
     runtime: Runtime,
-    pre: PluginPre<State>,
+    pre: Pre,
     info: PluginInfo,
     origin: String,
     hash: String,
     imports: Vec<String>,
-    live: Option<(Store<State>, Plugin)>,
+    live: Option<(Store<State>, Instance)>,
     /// The instance of the last session, for the next one.
-    idle: Option<(Store<State>, Plugin)>,
+    idle: Option<(Store<State>, Instance)>,
     /// Instances created so far.
     instantiations: u64,
     /// Sessions served by the current instance.
@@ -74,26 +74,20 @@ impl WasmPlugin {
                 ALLOWED_IMPORTS.map(|a| format!("{a}*")).join(", ")
             );
         }
+        let version =
+            contracts::version_of(&component, &runtime.linker).ok_or_else(|| contracts::unsupported(origin))?;
         let pre = runtime
             .linker
             .instantiate_pre(&component)
             .map_err(|e| anyhow!("{origin}: imports something the host does not offer: {}", fault(e)))?;
-        let pre = PluginPre::new(pre).map_err(|e| {
-            anyhow!("{origin}: does not export tephra:scheduler/policy@{}: {}", tephra_contract::CONTRACT, fault(e))
-        })?;
+        let pre =
+            Pre::new(version, pre).map_err(|e| anyhow!("{origin}: does not match contract {version}: {}", fault(e)))?;
         let mut store = runtime.store(origin, Arc::default());
         let instance =
             pre.instantiate(&mut store).map_err(|e| anyhow!("{origin}: instantiation failed: {}", fault(e)))?;
-        let info = instance
-            .tephra_scheduler_policy()
-            .call_info(&mut store)
-            .map_err(|e| anyhow!("{origin}: info() trapped: {}", fault(e)))?;
-        if info.contract != tephra_contract::CONTRACT {
-            bail!(
-                "{origin}: built against contract {:?}, this host speaks {:?}",
-                info.contract,
-                tephra_contract::CONTRACT
-            );
+        let info = pre.info(&instance, &mut store).map_err(|e| anyhow!("{origin}: info() trapped: {}", fault(e)))?;
+        if info.contract != version {
+            bail!("{origin}: exports contract {version} but info() says it was built against {:?}", info.contract);
         }
         if info.name.is_empty() {
             bail!("{origin}: info() returned an empty plugin name");
@@ -135,7 +129,7 @@ impl WasmPlugin {
         &self.hash
     }
 
-    fn with<R>(&mut self, f: impl FnOnce(&Plugin, &mut Store<State>) -> wasmtime::Result<R>) -> Result<R, String> {
+    fn with<R>(&mut self, f: impl FnOnce(&Instance, &mut Store<State>) -> wasmtime::Result<R>) -> Result<R, String> {
         let Some((store, plugin)) = self.live.as_mut() else {
             return Err("no live instance (it trapped earlier this session)".into());
         };
@@ -185,7 +179,7 @@ impl Backend for WasmPlugin {
                 Some((store, plugin))
             }
         };
-        self.with(|p, s| p.tephra_scheduler_policy().call_open_session(s, snap, args))?
+        self.with(|p, s| p.open_session(s, snap, args))?
     }
 
     fn update_session(
@@ -199,7 +193,7 @@ impl Backend for WasmPlugin {
         self.reasons.clear();
         store.data_mut().renew(names.clone());
         self.live = Some((store, plugin));
-        let updated = self.with(|p, s| p.tephra_scheduler_policy().call_update_session(s, delta, args))??;
+        let updated = self.with(|p, s| p.update_session(s, delta, args))??;
         if !updated {
             self.idle = self.live.take();
         }
@@ -207,7 +201,7 @@ impl Backend for WasmPlugin {
     }
 
     fn close_session(&mut self) -> Result<(), String> {
-        let r = self.with(|p, s| p.tephra_scheduler_policy().call_close_session(s));
+        let r = self.with(|p, s| p.close_session(s));
         if let Some((store, plugin)) = self.live.take() {
             let out = store.data().output.contents();
             for line in String::from_utf8_lossy(&out).lines().filter(|l| !l.trim().is_empty()) {
@@ -230,8 +224,8 @@ impl Backend for WasmPlugin {
     fn on_events(&mut self, events: &[Event]) -> Result<(), String> {
         // One event goes by value: a list would cost a call into the guest's allocator.
         match events {
-            [e] => self.with(|p, s| p.tephra_scheduler_policy().call_on_event(s, *e)),
-            _ => self.with(|p, s| p.tephra_scheduler_policy().call_on_events(s, events)),
+            [e] => self.with(|p, s| p.on_event(s, *e)),
+            _ => self.with(|p, s| p.on_events(s, events)),
         }
     }
 
@@ -245,48 +239,18 @@ impl Backend for WasmPlugin {
         // no post-return call.
         match call {
             Call::Predicate(t, &[n]) => {
-                let code = self.with(|p, s| p.tephra_scheduler_policy().call_predicate_node(s, t, n))?;
+                let code = self.with(|p, s| p.predicate_node(s, t, n))?;
                 let mut reasons = std::mem::take(&mut self.reasons);
-                let r = reasons.verdict(code, |c| self.with(|p, s| p.tephra_scheduler_policy().call_explain(s, c)));
+                let r = reasons.verdict(code, |c| self.with(|p, s| p.explain(s, c)));
                 self.reasons = reasons;
                 return r;
             }
             Call::NodeOrder(t, &[n]) => {
-                return self
-                    .with(|p, s| p.tephra_scheduler_policy().call_node_score(s, t, n))
-                    .map(|x| Answer::Keys(vec![x]));
+                return self.with(|p, s| p.node_score(s, t, n)).map(|x| Answer::Keys(vec![x]));
             }
             _ => {}
         }
-        self.with(|p, s| {
-            let p = p.tephra_scheduler_policy();
-            Ok(match call {
-                Call::QueueOrder(ids) => Answer::Keys(p.call_queue_order(s, ids)?),
-                Call::JobOrder(ids) => Answer::Keys(p.call_job_order(s, ids)?),
-                Call::TaskOrder(ids) => Answer::Keys(p.call_task_order(s, ids)?),
-                Call::VictimQueueOrder(ids, q) => Answer::Keys(p.call_victim_queue_order(s, ids, q)?),
-                Call::Predicate(t, nodes) => Answer::Fit(p.call_predicate(s, t, nodes)?),
-                Call::NodeOrder(t, nodes) => Answer::Keys(p.call_node_order(s, t, nodes)?),
-                Call::Overused(q) => Answer::Bool(p.call_overused(s, q)?),
-                Call::Allocatable(q, t) => Answer::Bool(p.call_allocatable(s, q, t)?),
-                Call::Preemptive(q, t) => Answer::Bool(p.call_preemptive(s, q, t)?),
-                Call::JobValid(j) => Answer::Invalid(p.call_job_valid(s, j)?),
-                Call::JobReady(j) => Answer::Bool(p.call_job_ready(s, j)?),
-                Call::JobPipelined(j) => Answer::Vote(p.call_job_pipelined(s, j)?),
-                Call::JobEnqueueable(j) => Answer::Vote(p.call_job_enqueueable(s, j)?),
-                Call::JobEnqueued(j) => {
-                    p.call_job_enqueued(s, j)?;
-                    Answer::Unit
-                }
-                Call::JobStarving(j) => Answer::Bool(p.call_job_starving(s, j)?),
-                Call::Preemptable(t, c) => Answer::Victims(p.call_preemptable(s, t, c)?),
-                Call::Reclaimable(t, c) => Answer::Victims(p.call_reclaimable(s, t, c)?),
-                Call::VictimTasks(c) => Answer::Ids(p.call_victim_tasks(s, c)?),
-                Call::TargetJob(jobs) => Answer::Id(p.call_target_job(s, jobs)?),
-                Call::ReservedNodes(owner, c) => Answer::Reserved(p.call_reserved_nodes(s, owner, c)?),
-                Call::QueueStatus(q) => Answer::QueueStatus(p.call_queue_status(s, q)?),
-            })
-        })
+        self.with(|p, s| p.call(s, call))
     }
 }
 

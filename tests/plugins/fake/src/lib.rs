@@ -23,4 +23,4 @@ impl Policy for Fake {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Fake);
+tephra_sdk::export_plugin!(Fake: victim_tasks);

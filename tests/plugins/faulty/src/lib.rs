@@ -121,9 +121,9 @@ impl Policy for Faulty {
 #[cfg(target_arch = "wasm32")]
 mod export {
     use super::*;
-    use tephra_sdk::bindings::exports::tephra::scheduler::policy::Guest;
+    use tephra_sdk::bindings::exports::tephra::scheduler::session;
     use tephra_sdk::types::*;
-    use tephra_sdk::Runtime;
+    use tephra_sdk::{points, Runtime};
 
     std::thread_local! {
         static RT: std::cell::RefCell<Runtime<Faulty>> = std::cell::RefCell::new(Runtime::default());
@@ -142,8 +142,8 @@ mod export {
     }
 
     struct Export;
-    impl Guest for Export {
-        fn info() -> PluginInfo {
+    impl session::Guest for Export {
+        fn info() -> session::PluginInfo {
             Runtime::<Faulty>::info()
         }
         fn open_session(s: Snapshot, a: Vec<(String, String)>) -> Result<(), String> {
@@ -164,18 +164,17 @@ mod export {
         fn on_event(e: Event) {
             rt(|r| r.on_events(&[e]))
         }
-        fn queue_order(q: Vec<u32>) -> Vec<f64> {
-            vec![0.0; q.len()]
-        }
+    }
+    tephra_sdk::bindings::__export_session!(Export with_types_in tephra_sdk::bindings);
+
+    impl points::job_order::exports::tephra::scheduler::job_order::Guest for Export {
         fn job_order(j: Vec<u32>) -> Vec<f64> {
             vec![0.0; j.len()]
         }
-        fn task_order(t: Vec<u32>) -> Vec<f64> {
-            vec![0.0; t.len()]
-        }
-        fn victim_queue_order(q: Vec<u32>, _p: u32) -> Vec<f64> {
-            vec![0.0; q.len()]
-        }
+    }
+    points::job_order::__export_job_order!(Export with_types_in tephra_sdk::points::job_order);
+
+    impl points::predicate::exports::tephra::scheduler::predicate::Guest for Export {
         fn predicate(t: u32, n: Vec<u32>) -> Fit {
             if mode() == "bad-reason" {
                 return Fit {
@@ -197,6 +196,10 @@ mod export {
             }
             rt(|r| r.explain(code))
         }
+    }
+    points::predicate::__export_predicate!(Export with_types_in tephra_sdk::points::predicate);
+
+    impl points::node_order::exports::tephra::scheduler::node_order::Guest for Export {
         fn node_score(t: u32, n: u32) -> f64 {
             rt(|r| r.node_score(t, n))
         }
@@ -210,53 +213,45 @@ mod export {
             }
             s
         }
+    }
+    points::node_order::__export_node_order!(Export with_types_in tephra_sdk::points::node_order);
+
+    impl points::overused::exports::tephra::scheduler::overused::Guest for Export {
         fn overused(_q: u32) -> bool {
             gate("overused");
             false
         }
+    }
+    points::overused::__export_overused!(Export with_types_in tephra_sdk::points::overused);
+
+    impl points::allocatable::exports::tephra::scheduler::allocatable::Guest for Export {
         fn allocatable(_q: u32, _t: u32) -> bool {
             gate("allocatable");
             true
         }
-        fn preemptive(_q: u32, _t: u32) -> bool {
-            true
-        }
-        fn job_valid(_j: u32) -> Option<String> {
-            None
-        }
+    }
+    points::allocatable::__export_allocatable!(Export with_types_in tephra_sdk::points::allocatable);
+
+    impl points::job_ready::exports::tephra::scheduler::job_ready::Guest for Export {
         fn job_ready(_j: u32) -> bool {
             gate("job-ready");
             true
         }
-        fn job_pipelined(_j: u32) -> Vote {
-            Vote::Abstain
-        }
+    }
+    points::job_ready::__export_job_ready!(Export with_types_in tephra_sdk::points::job_ready);
+
+    impl points::job_enqueueable::exports::tephra::scheduler::job_enqueueable::Guest for Export {
         fn job_enqueueable(_j: u32) -> Vote {
             gate("enqueueable");
             Vote::Abstain
         }
-        fn job_enqueued(_j: u32) {}
-        fn job_starving(_j: u32) -> bool {
-            false
-        }
+    }
+    points::job_enqueueable::__export_job_enqueueable!(Export with_types_in tephra_sdk::points::job_enqueueable);
+
+    impl points::preemptable::exports::tephra::scheduler::preemptable::Guest for Export {
         fn preemptable(p: u32, c: Vec<u32>) -> Victims {
             rt(|r| r.preemptable(p, &c))
         }
-        fn reclaimable(_p: u32, _c: Vec<u32>) -> Victims {
-            Victims { tasks: vec![], vote: Vote::Abstain }
-        }
-        fn victim_tasks(_c: Vec<u32>) -> Vec<u32> {
-            vec![]
-        }
-        fn target_job(_j: Vec<u32>) -> Option<u32> {
-            None
-        }
-        fn reserved_nodes(_o: LockOwner, _c: Vec<u32>) -> Result<Vec<u32>, String> {
-            Ok(vec![])
-        }
-        fn queue_status(_q: Vec<u32>) -> QueueFigures {
-            QueueFigures { deserved: vec![], share: vec![] }
-        }
     }
-    tephra_sdk::bindings::__export_policy_bindings!(Export with_types_in tephra_sdk::bindings);
+    points::preemptable::__export_preemptable!(Export with_types_in tephra_sdk::points::preemptable);
 }

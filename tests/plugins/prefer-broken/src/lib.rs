@@ -20,4 +20,4 @@ impl Policy for Prefer {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Prefer);
+tephra_sdk::export_plugin!(Prefer: node_order);

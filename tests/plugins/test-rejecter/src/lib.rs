@@ -28,4 +28,4 @@ impl Policy for TestRejecter {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(TestRejecter);
+tephra_sdk::export_plugin!(TestRejecter: job_enqueueable);

@@ -16,4 +16,4 @@ impl Policy for Snoop {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Snoop);
+tephra_sdk::export_plugin!(Snoop: job_order);

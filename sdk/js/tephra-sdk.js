@@ -1,0 +1,369 @@
+// The JavaScript SDK for tephra scheduling policies (contract 0.6.0).
+//
+// A policy extends `Policy` and overrides the points it implements; `serve`
+// turns it into the objects componentize-js exports (`session` and one per
+// point), and `world` into the WIT world the build compiles against, so the
+// component exports those points and nothing else. `Session` is the view of
+// the columnar snapshot, kept current with the host's events and deltas;
+// `SnapshotBuilder` builds one by hand for unit tests under plain Node.
+//
+// The module imports nothing from the contract: it runs under Node as it is.
+
+export const CONTRACT = '0.6.0';
+export const NONE = 0xffffffff;
+
+// Statuses in which a task holds resources on its node (Volcano's Used).
+const ALLOCATED = new Set(['allocated', 'binding', 'bound', 'running']);
+const READY = new Set([...ALLOCATED, 'succeeded']);
+
+// (used, releasing, pipelined): the node columns a status counts in.
+function shares(status) {
+  if (ALLOCATED.has(status)) return [true, false, false];
+  if (status === 'releasing') return [true, true, false];
+  if (status === 'pipelined') return [false, false, true];
+  return [false, false, false];
+}
+
+/** Resource rows: arrays over the snapshot's `dims`. */
+export const resources = {
+  EPSILON: 0.1,
+  add: (a, b) => a.map((x, i) => x + b[i]),
+  sub: (a, b) => a.map((x, i) => x - b[i]),
+  fits: (request, idle) => request.every((r, i) => r <= idle[i] + resources.EPSILON),
+  isEmpty: (row) => row.every((x) => x <= resources.EPSILON),
+  share: (used, total) => used.reduce((m, u, i) => (total[i] > 0 ? Math.max(m, u / total[i]) : m), 0),
+};
+
+/** One scheduling session over the contract's snapshot (camelCase fields). */
+export class Session {
+  constructor(snap) {
+    this.snap = snap;
+    this.d = snap.dims.length;
+    this.taskStatus = Array.from(snap.taskStatus);
+    this.taskNode = Array.from(snap.taskNode);
+    this.nodeUsed = Float64Array.from(snap.nodeUsed);
+    this.nodeReleasing = Float64Array.from(snap.nodeReleasing);
+    this.nodePipelined = Float64Array.from(snap.nodePipelined);
+    this.jobTasks = Array.from({ length: snap.jobQueue.length }, () => []);
+    snap.taskJob.forEach((j, t) => j < this.jobTasks.length && this.jobTasks[j].push(t));
+    this.strings = null;
+  }
+
+  nodes() { return this.snap.nodeUnschedulable.length; }
+  queues() { return this.snap.queueParent.length; }
+  jobs() { return this.snap.jobQueue.length; }
+  tasks() { return this.snap.taskJob.length; }
+  str(id) { return this.snap.strings[id] ?? ''; }
+  strId(text) {
+    if (this.strings === null) this.strings = new Map(this.snap.strings.map((s, i) => [s, i]));
+    return this.strings.get(text);
+  }
+  dim(name) { const i = this.snap.dims.indexOf(name); return i < 0 ? undefined : i; }
+  row(column, i) { return Array.from(column.slice(i * this.d, (i + 1) * this.d)); }
+  taskRequest(t) { return this.row(this.snap.taskResreq, t); }
+  nodeAllocatable(n) { return this.row(this.snap.nodeAllocatable, n); }
+  nodeIdle(n) { return resources.sub(this.nodeAllocatable(n), this.row(this.nodeUsed, n)); }
+  /** The node's labels as a Map key → value. */
+  nodeLabels(n) {
+    const out = new Map();
+    for (const l of this.snap.nodeLabels) if (l.owner === n) out.set(this.str(l.key), this.str(l.value));
+    return out;
+  }
+  taskJob(t) { return this.snap.taskJob[t]; }
+  taskNamespace(t) { return this.str(this.snap.taskNamespace[t]); }
+  jobQueue(j) { return this.snap.jobQueue[j]; }
+  /** The task holds resources on its node (allocated, binding, bound, running). */
+  placed(t) { return ALLOCATED.has(this.taskStatus[t]); }
+  /** Whether a status holds resources on the node. */
+  static holds(status) { return ALLOCATED.has(status); }
+  jobReadyTasks(j) { return this.jobTasks[j].filter((t) => READY.has(this.taskStatus[t])).length; }
+
+  /** Applies one event; returns the task's old status and node. */
+  apply(e) {
+    const t = e.task;
+    const old = { status: this.taskStatus[t], node: this.taskNode[t] };
+    this.place(t, old.node, old.status, -1);
+    this.place(t, e.node, e.status, 1);
+    this.taskStatus[t] = e.status;
+    this.taskNode[t] = e.node;
+    return old;
+  }
+
+  place(t, node, status, sign) {
+    if (node === NONE || node >= this.nodes()) return;
+    const d = this.d;
+    const columns = [this.nodeUsed, this.nodeReleasing, this.nodePipelined];
+    shares(status).forEach((on, c) => {
+      if (!on) return;
+      for (let k = 0; k < d; k++) columns[c][node * d + k] += sign * this.snap.taskResreq[t * d + k];
+    });
+  }
+
+  /** Brings the session up to date with a `snapshot-delta`. */
+  update(delta) {
+    const d = this.d;
+    const n = delta.tasks.length;
+    if (delta.taskStatus.length !== n || delta.taskNode.length !== n || delta.nodeUsed.length !== delta.nodes.length * d
+        || Array.from(delta.tasks).some((t) => t >= this.tasks()) || Array.from(delta.nodes).some((x) => x >= this.nodes())) {
+      throw new Error('snapshot-delta does not fit the kept session (lengths or ids)');
+    }
+    for (let i = 0; i < n; i++) {
+      this.taskStatus[delta.tasks[i]] = delta.taskStatus[i];
+      this.taskNode[delta.tasks[i]] = delta.taskNode[i];
+    }
+    delta.nodes.forEach((node, i) => {
+      this.nodeUsed.set(delta.nodeUsed.slice(i * d, (i + 1) * d), node * d);
+      this.nodeReleasing.set(delta.nodeReleasing.slice(i * d, (i + 1) * d), node * d);
+      this.nodePipelined.set(delta.nodePipelined.slice(i * d, (i + 1) * d), node * d);
+    });
+    delta.residents.forEach((r, i) => { this.snap.residentNode[r] = delta.residentNode[i]; });
+    Object.assign(this.snap, {
+      nodeLockedJob: delta.nodeLockedJob, nodeLockedQueue: delta.nodeLockedQueue, jobPhase: delta.jobPhase,
+      reservationTargets: delta.reservationTargets, nowMs: delta.nowMs,
+    });
+  }
+}
+
+/** Why a task does not fit a node; `unresolvable`: evictions cannot help. */
+export class Unfit {
+  constructor(message, unresolvable = false) {
+    this.message = message;
+    this.unresolvable = unresolvable;
+  }
+}
+
+/**
+ * Override the points you implement (ids are the snapshot's dense ids, `s`
+ * the current Session). Throw a string in `open` to refuse a session.
+ */
+export class Policy {
+  static NAME = 'unnamed';
+  static VERSION = '0.1.0';
+  /** Flush every event batch to the policy before the session closes. */
+  static FLUSH_EVENTS = false;
+
+  open(s, args) {}
+  /** The next session continues this one: true keeps this object. */
+  resume(s, args) { return false; }
+  close(s) {}
+  /** After the session applied `event`; `old`: the task's {status, node} before. */
+  onEvent(s, event, old) {}
+  queueOrder(s, queue) { return 0; }
+  jobOrder(s, job) { return 0; }
+  taskOrder(s, task) { return 0; }
+  victimQueueOrder(s, queue, preemptorQueue) { return 0; }
+  /** undefined fits; a string or an Unfit says why not. */
+  predicate(s, task, node) { return undefined; }
+  nodeScore(s, task, node) { return 0; }
+  overused(s, queue) { return false; }
+  allocatable(s, queue, task) { return true; }
+  preemptive(s, queue, task) { return true; }
+  jobValid(s, job) { return undefined; }
+  jobReady(s, job) { return true; }
+  jobPipelined(s, job) { return 'abstain'; }
+  jobEnqueueable(s, job) { return 'abstain'; }
+  jobEnqueued(s, job) {}
+  jobStarving(s, job) { return false; }
+  preemptable(s, preemptor, candidates) { return { tasks: [], vote: 'abstain' }; }
+  reclaimable(s, preemptor, candidates) { return { tasks: [], vote: 'abstain' }; }
+  victimTasks(s, candidates) { return []; }
+  targetJob(s, jobs) { return undefined; }
+  /** The nodes to lock; throw a string to refuse with a reason. */
+  reservedNodes(s, owner, candidates) { return []; }
+  queueStatus(s, queue) { return { deserved: new Array(s.d).fill(NaN), share: 0 }; }
+}
+
+// Extension point (interface name) → the methods that make it.
+export const POINTS = {
+  'queue-order': ['queueOrder'], 'job-order': ['jobOrder'], 'task-order': ['taskOrder'],
+  'victim-queue-order': ['victimQueueOrder'], predicate: ['predicate'], 'node-order': ['nodeScore'],
+  overused: ['overused'], allocatable: ['allocatable'], preemptive: ['preemptive'], 'job-valid': ['jobValid'],
+  'job-ready': ['jobReady'], 'job-pipelined': ['jobPipelined'], 'job-enqueueable': ['jobEnqueueable'],
+  'job-enqueued': ['jobEnqueued'], 'job-starving': ['jobStarving'], preemptable: ['preemptable'],
+  reclaimable: ['reclaimable'], 'victim-tasks': ['victimTasks'], 'target-job': ['targetJob'],
+  'reserved-nodes': ['reservedNodes'], 'queue-status': ['queueStatus'],
+};
+
+const camel = (point) => point.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+
+/** The points `cls` overrides, as interface names. */
+export function implemented(cls) {
+  return Object.keys(POINTS).filter((p) => POINTS[p].some((m) => cls.prototype[m] !== Policy.prototype[m]));
+}
+
+/** The WIT world of a component serving `cls`. */
+export function world(cls) {
+  const lines = ['package local:plugin;', '', 'world plugin {', '    include tephra:scheduler/plugin@0.6.0;'];
+  for (const p of implemented(cls)) lines.push(`    export tephra:scheduler/${p}@0.6.0;`);
+  return [...lines, '}', ''].join('\n');
+}
+
+/**
+ * The exports of a component serving policy class `cls`: `session` and one
+ * object per implemented point, named as componentize-js expects
+ * (`export const { session, nodeOrder } = serve(MyPolicy);`).
+ */
+export function serve(cls) {
+  let policy = new cls();
+  let session = null;
+  let last = null;
+  let reasons = [];
+  let codes = new Map();
+  const fail = (e) => { throw `${cls.NAME}: ${e instanceof Error ? e.message : e}`; };
+  const code = (why) => {
+    if (why === undefined || why === null) return 0;
+    const u = typeof why === 'string' ? new Unfit(why) : why;
+    const key = `${u.unresolvable ? 1 : 0}${u.message}`;
+    if (!codes.has(key)) { reasons.push(u); codes.set(key, reasons.length); }
+    return codes.get(key);
+  };
+  const reason = (u) => ({ message: u.message, unresolvable: u.unresolvable });
+  const keys = (f) => (ids, ...rest) => Float64Array.from(ids, (i) => f(session, i, ...rest));
+  const p = () => policy;
+  const all = {
+    session: {
+      info: () => ({ name: cls.NAME, version: cls.VERSION, contract: CONTRACT, flushEvents: cls.FLUSH_EVENTS }),
+      openSession(snapshot, args) {
+        last = null; reasons = []; codes = new Map();
+        policy = new cls();
+        session = new Session(snapshot);
+        try { policy.open(session, new Map(args)); } catch (e) { fail(e); }
+      },
+      updateSession(delta, args) {
+        if (last === null) return false;
+        const s = last;
+        last = null; reasons = []; codes = new Map();
+        try {
+          s.update(delta);
+          session = s;
+          const a = new Map(args);
+          if (!policy.resume(s, a)) { policy = new cls(); policy.open(s, a); }
+        } catch (e) { fail(e); }
+        return true;
+      },
+      closeSession() {
+        if (session !== null) policy.close(session);
+        last = session; session = null;
+      },
+      onEvents(events) { for (const e of events) all.session.onEvent(e); },
+      onEvent(e) { if (session !== null) policy.onEvent(session, e, session.apply(e)); },
+    },
+    queueOrder: { queueOrder: keys((s, i) => p().queueOrder(s, i)) },
+    jobOrder: { jobOrder: keys((s, i) => p().jobOrder(s, i)) },
+    taskOrder: { taskOrder: keys((s, i) => p().taskOrder(s, i)) },
+    victimQueueOrder: { victimQueueOrder: keys((s, i, q) => p().victimQueueOrder(s, i, q)) },
+    predicate: {
+      predicate(task, nodes) {
+        const local = new Map();
+        const out = new Uint8Array(nodes.length);
+        nodes.forEach((n, i) => {
+          const c = code(policy.predicate(session, task, n));
+          if (c > 0) {
+            if (!local.has(c)) local.set(c, Math.min(local.size + 1, 255));
+            out[i] = local.get(c);
+          }
+        });
+        return { codes: out, reasons: [...local.keys()].slice(0, 255).map((c) => reason(reasons[c - 1])) };
+      },
+      predicateNode: (task, node) => code(policy.predicate(session, task, node)),
+      explain: (c) => reason(reasons[c - 1] ?? new Unfit(`${cls.NAME}: no reason has code ${c}`)),
+    },
+    nodeOrder: {
+      nodeOrder: (task, nodes) => Float64Array.from(nodes, (n) => policy.nodeScore(session, task, n)),
+      nodeScore: (task, node) => policy.nodeScore(session, task, node),
+    },
+    overused: { overused: (q) => policy.overused(session, q) },
+    allocatable: { allocatable: (q, t) => policy.allocatable(session, q, t) },
+    preemptive: { preemptive: (q, t) => policy.preemptive(session, q, t) },
+    jobValid: { jobValid: (j) => policy.jobValid(session, j) },
+    jobReady: { jobReady: (j) => policy.jobReady(session, j) },
+    jobPipelined: { jobPipelined: (j) => policy.jobPipelined(session, j) },
+    jobEnqueueable: { jobEnqueueable: (j) => policy.jobEnqueueable(session, j) },
+    jobEnqueued: { jobEnqueued: (j) => policy.jobEnqueued(session, j) },
+    jobStarving: { jobStarving: (j) => policy.jobStarving(session, j) },
+    preemptable: { preemptable: (t, c) => policy.preemptable(session, t, c) },
+    reclaimable: { reclaimable: (t, c) => policy.reclaimable(session, t, c) },
+    victimTasks: { victimTasks: (c) => policy.victimTasks(session, c) },
+    targetJob: { targetJob: (jobs) => policy.targetJob(session, jobs) },
+    reservedNodes: { reservedNodes: (o, c) => policy.reservedNodes(session, o, c) },
+    queueStatus: {
+      queueStatus(queues) {
+        const rows = Array.from(queues, (q) => policy.queueStatus(session, q));
+        return { deserved: Float64Array.from(rows.flatMap((r) => Array.from(r.deserved))), share: Float64Array.from(rows, (r) => r.share) };
+      },
+    },
+  };
+  const out = { session: all.session };
+  for (const point of implemented(cls)) out[camel(point)] = all[camel(point)];
+  return out;
+}
+
+/** Snapshots built by hand, for unit tests under plain Node. */
+export class SnapshotBuilder {
+  constructor(dims = ['cpu', 'memory', 'pods']) {
+    const lists = ('nodeName nodeAllocatable nodeUsed nodeReleasing nodePipelined nodeUnschedulable nodeLabels '
+      + 'nodeTaints nodeLockedJob nodeLockedQueue queueParent queueWeight queuePriority queueReclaimable queueState '
+      + 'queueCapability queueDeserved queueGuarantee queueAnnotations queueAffinity queueGuaranteed '
+      + 'queueReservePercentage jobQueue jobMinAvailable jobHasMinResources jobMinResources jobMinTaskMember '
+      + 'jobPriority jobPhase jobCreatedMs jobAnnotations reservationTargets taskJob taskStatus taskNode taskResreq '
+      + 'taskPriority taskPreemptable taskRole taskNamespace taskPriorityClass taskCreatedMs taskStartedMs '
+      + 'taskEstimatedMs taskNodeSelector taskTolerations taskAffinity residentNode residentNamespace podLabels '
+      + 'podTerms podPorts taskSpread nodeImages taskImages podAttachments nodeAttachLimits').split(' ');
+    this.snap = Object.fromEntries(lists.map((f) => [f, []]));
+    Object.assign(this.snap, { dims: [...dims], strings: [''], nowMs: 0n, total: new Array(dims.length).fill(0) });
+  }
+
+  string(text) {
+    let i = this.snap.strings.indexOf(text);
+    if (i < 0) { this.snap.strings.push(text); i = this.snap.strings.length - 1; }
+    return i;
+  }
+
+  rowOf(values) { return this.snap.dims.map((_, i) => values[i] ?? 0); }
+
+  node(name, allocatable, labels = {}) {
+    const s = this.snap;
+    const n = s.nodeUnschedulable.length;
+    const row = this.rowOf(allocatable);
+    s.nodeName.push(this.string(name));
+    s.nodeAllocatable.push(...row);
+    s.total = s.total.map((x, i) => x + row[i]);
+    for (const c of [s.nodeUsed, s.nodeReleasing, s.nodePipelined]) c.push(...row.map(() => 0));
+    s.nodeUnschedulable.push(false);
+    s.nodeLockedJob.push(NONE);
+    s.nodeLockedQueue.push(NONE);
+    for (const [k, v] of Object.entries(labels)) s.nodeLabels.push({ owner: n, key: this.string(k), value: this.string(v) });
+    return n;
+  }
+
+  queue(weight = 1) {
+    const s = this.snap;
+    s.queueParent.push(NONE); s.queueWeight.push(weight); s.queuePriority.push(0);
+    s.queueReclaimable.push(true); s.queueState.push('open'); s.queueGuaranteed.push(false);
+    return s.queueParent.length - 1;
+  }
+
+  job(queue, minAvailable = 1) {
+    const s = this.snap;
+    s.jobQueue.push(queue); s.jobMinAvailable.push(minAvailable); s.jobHasMinResources.push(false);
+    s.jobPriority.push(0); s.jobPhase.push('inqueue'); s.jobCreatedMs.push(BigInt(s.jobQueue.length));
+    return s.jobQueue.length - 1;
+  }
+
+  task(job, request, status = 'pending', node = NONE, namespace = 'default') {
+    const s = this.snap;
+    const t = s.taskJob.length;
+    const row = this.rowOf(request);
+    s.taskJob.push(job); s.taskStatus.push(status); s.taskNode.push(node); s.taskResreq.push(...row);
+    s.taskPriority.push(0); s.taskPreemptable.push(true); s.taskRole.push(0);
+    s.taskNamespace.push(this.string(namespace)); s.taskPriorityClass.push(0);
+    s.taskCreatedMs.push(BigInt(t)); s.taskStartedMs.push(0n); s.taskEstimatedMs.push(0n);
+    if (node !== NONE) {
+      const columns = [s.nodeUsed, s.nodeReleasing, s.nodePipelined];
+      shares(status).forEach((on, c) => on && row.forEach((x, k) => { columns[c][node * row.length + k] += x; }));
+    }
+    return t;
+  }
+
+  session() { return new Session(this.snap); }
+}

@@ -1,0 +1,57 @@
+// The JavaScript SDK under plain Node: node --test.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NONE, Policy, SnapshotBuilder, implemented, world } from './tephra-sdk.js';
+
+const moves = [
+  [['pending', NONE], ['allocated', 1]],
+  [['pipelined', 0], ['allocated', 0]],
+  [['running', 1], ['releasing', 1]],
+  [['allocated', 0], ['pending', NONE]],
+];
+
+function cluster(after) {
+  const b = new SnapshotBuilder(['cpu', 'memory']);
+  b.node('n0', [8000, 16e9]);
+  b.node('n1', [8000, 16e9]);
+  const j = b.job(b.queue(), 2);
+  moves.forEach(([before, later], i) => {
+    const [status, node] = after ? later : before;
+    b.task(j, [100 * (i + 1), 1e9], status, node);
+  });
+  return b.session();
+}
+
+test('events bring the session to the snapshot they describe', () => {
+  const s = cluster(false);
+  moves.forEach(([before, [status, node]], t) => {
+    const old = s.apply({ kind: 'allocate', task: t, node, status });
+    assert.deepEqual(old, { status: before[0], node: before[1] });
+  });
+  const want = cluster(true);
+  assert.deepEqual(s.taskStatus, want.taskStatus);
+  for (const c of ['nodeUsed', 'nodeReleasing', 'nodePipelined']) assert.deepEqual(s[c], want[c], c);
+  assert.deepEqual(Array.from(s.nodeReleasing), [0, 0, 300, 1e9]);
+});
+
+test('a delta moves tasks and rows, and one that does not fit is refused', () => {
+  const s = cluster(false);
+  const delta = {
+    nowMs: 5n, tasks: [0], taskStatus: ['running'], taskNode: [1], taskStartedMs: [5n], nodes: [1],
+    nodeUsed: [100, 1e9], nodeReleasing: [0, 0], nodePipelined: [0, 0], residents: [], residentNode: [],
+    nodeLockedJob: [NONE, NONE], nodeLockedQueue: [NONE, NONE], jobPhase: ['running'], reservationTargets: [],
+  };
+  s.update(delta);
+  assert.deepEqual([s.taskStatus[0], s.taskNode[0], Array.from(s.nodeUsed.slice(2, 4)), s.snap.nowMs], ['running', 1, [100, 1e9], 5n]);
+  assert.throws(() => s.update({ ...delta, tasks: [99] }), /does not fit/);
+});
+
+test('the points are the methods overridden', () => {
+  class Gate extends Policy {
+    jobEnqueueable() { return 'reject'; }
+    nodeScore() { return 1; }
+  }
+  assert.deepEqual(implemented(Gate), ['node-order', 'job-enqueueable']);
+  assert.match(world(Gate), /export tephra:scheduler\/node-order@0\.6\.0;/);
+  assert.deepEqual(implemented(Policy), []);
+});

@@ -1,0 +1,167 @@
+"""The session view: the snapshot's columns, task statuses as names, per-job
+and per-node figures kept current as the host's events and deltas arrive."""
+
+from typing import Dict, List, Optional, Sequence
+
+from . import resources
+
+NONE = 0xFFFFFFFF
+
+# Statuses in which a task holds resources on its node (Volcano's Used),
+# gives them back (Releasing) or waits for them (Pipelined).
+ALLOCATED = frozenset(("ALLOCATED", "BINDING", "BOUND", "RUNNING"))
+READY = ALLOCATED | {"SUCCEEDED"}
+
+
+def status_name(s) -> str:
+    """A task status as its upper-case name, from the contract's enum or a string."""
+    name = getattr(s, "name", None)
+    return name if isinstance(name, str) else str(s).upper()
+
+
+def _shares(status: str):
+    """(used, releasing, pipelined): the node columns a status counts in."""
+    if status in ALLOCATED:
+        return (True, False, False)
+    if status == "RELEASING":
+        return (True, True, False)
+    if status == "PIPELINED":
+        return (False, False, True)
+    return (False, False, False)
+
+
+class Session:
+    """One scheduling session. `snap` is the contract's snapshot (attributes
+    as componentize-py names them: `task_job`, `node_used`...)."""
+
+    def __init__(self, snap):
+        self.snap = snap
+        self.d = len(snap.dims)
+        self.task_status: List[str] = [status_name(s) for s in snap.task_status]
+        self.node_used = list(snap.node_used)
+        self.node_releasing = list(snap.node_releasing)
+        self.node_pipelined = list(snap.node_pipelined)
+        jobs = len(snap.job_queue)
+        self.job_tasks: List[List[int]] = [[] for _ in range(jobs)]
+        for t, j in enumerate(snap.task_job):
+            if j < jobs:
+                self.job_tasks[j].append(t)
+        self.queue_jobs: List[List[int]] = [[] for _ in range(len(snap.queue_parent))]
+        for j, q in enumerate(snap.job_queue):
+            if q < len(self.queue_jobs):
+                self.queue_jobs[q].append(j)
+        self._strings: Optional[Dict[str, int]] = None
+
+    # Sizes and strings.
+    def nodes(self) -> int:
+        return len(self.snap.node_unschedulable)
+
+    def queues(self) -> int:
+        return len(self.snap.queue_parent)
+
+    def jobs(self) -> int:
+        return len(self.snap.job_queue)
+
+    def tasks(self) -> int:
+        return len(self.snap.task_job)
+
+    def str(self, i: int) -> str:
+        s = self.snap.strings
+        return s[i] if i < len(s) else ""
+
+    def str_id(self, text: str) -> Optional[int]:
+        if self._strings is None:
+            self._strings = {s: i for i, s in enumerate(self.snap.strings)}
+        return self._strings.get(text)
+
+    def dim(self, name: str) -> Optional[int]:
+        try:
+            return list(self.snap.dims).index(name)
+        except ValueError:
+            return None
+
+    # Rows.
+    def _row(self, column: Sequence[float], i: int) -> List[float]:
+        return list(column[i * self.d:(i + 1) * self.d])
+
+    def task_request(self, t: int) -> List[float]:
+        return self._row(self.snap.task_resreq, t)
+
+    def node_allocatable(self, n: int) -> List[float]:
+        return self._row(self.snap.node_allocatable, n)
+
+    def node_idle(self, n: int) -> List[float]:
+        """Allocatable minus used, per dimension."""
+        return resources.sub(self.node_allocatable(n), self._row(self.node_used, n))
+
+    def node_labels(self, n: int) -> Dict[str, str]:
+        return {self.str(l.key): self.str(l.value) for l in self.snap.node_labels if l.owner == n}
+
+    # Objects.
+    def task_job(self, t: int) -> int:
+        return self.snap.task_job[t]
+
+    def task_node(self, t: int) -> int:
+        return self.snap.task_node[t]
+
+    def task_namespace(self, t: int) -> str:
+        return self.str(self.snap.task_namespace[t])
+
+    def job_queue(self, j: int) -> int:
+        return self.snap.job_queue[j]
+
+    def job_ready_tasks(self, j: int) -> int:
+        return sum(1 for t in self.job_tasks[j] if self.task_status[t] in READY)
+
+    def job_is_ready(self, j: int) -> bool:
+        return self.job_ready_tasks(j) >= self.snap.job_min_available[j]
+
+    def placed(self, t: int) -> bool:
+        """The task holds resources on its node (allocated, binding, bound, running)."""
+        return self.task_status[t] in ALLOCATED
+
+    # Changes.
+    def apply(self, event):
+        """Applies one event (task moved to `status` on `node`); returns the
+        task's (status, node) before."""
+        t = event.task
+        old, old_node = self.task_status[t], self.snap.task_node[t]
+        new = status_name(event.status)
+        self._place(t, old_node, old, -1.0)
+        self._place(t, event.node, new, 1.0)
+        self.task_status[t] = new
+        self.snap.task_node[t] = event.node
+        return old, old_node
+
+    def _place(self, t: int, node: int, status: str, sign: float) -> None:
+        if node == NONE or node >= self.nodes():
+            return
+        d = self.d
+        req = self.snap.task_resreq[t * d:(t + 1) * d]
+        for on, column in zip(_shares(status), (self.node_used, self.node_releasing, self.node_pipelined)):
+            if on:
+                for k in range(d):
+                    column[node * d + k] += sign * req[k]
+
+    def update(self, delta) -> None:
+        """Brings the session up to date with a `snapshot-delta`."""
+        n, rows = len(delta.tasks), len(delta.nodes) * self.d
+        if (len(delta.task_status), len(delta.task_node)) != (n, n) or len(delta.node_used) != rows \
+                or any(t >= self.tasks() for t in delta.tasks) or any(x >= self.nodes() for x in delta.nodes):
+            raise ValueError("snapshot-delta does not fit the kept session (lengths or ids)")
+        snap = self.snap
+        for t, node, status in zip(delta.tasks, delta.task_node, delta.task_status):
+            snap.task_node[t] = node
+            self.task_status[t] = status_name(status)
+        d = self.d
+        for i, node in enumerate(delta.nodes):
+            self.node_used[node * d:(node + 1) * d] = delta.node_used[i * d:(i + 1) * d]
+            self.node_releasing[node * d:(node + 1) * d] = delta.node_releasing[i * d:(i + 1) * d]
+            self.node_pipelined[node * d:(node + 1) * d] = delta.node_pipelined[i * d:(i + 1) * d]
+        for r, node in zip(delta.residents, delta.resident_node):
+            snap.resident_node[r] = node
+        snap.node_locked_job = list(delta.node_locked_job)
+        snap.node_locked_queue = list(delta.node_locked_queue)
+        snap.job_phase = list(delta.job_phase)
+        snap.reservation_targets = list(delta.reservation_targets)
+        snap.now_ms = delta.now_ms
