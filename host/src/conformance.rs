@@ -30,9 +30,10 @@ pub struct ScenarioResult {
 }
 
 /// Expectation keys this runner checks, per place.
-const SESSION_KEYS: [&str; 10] = [
+const SESSION_KEYS: [&str; 11] = [
     "binds",
     "bind_count",
+    "binds_per_job",
     "evicted",
     "evict_count",
     "eviction_order",
@@ -594,6 +595,22 @@ fn session_checks(out: &Outcome, expect: &Value, diffs: &mut Vec<String>) {
     if let Some(n) = int(expect.get("bind_count")) {
         if binds.len() as i64 != n {
             diffs.push(format!("bind_count: want {n}, got {} ({binds:?})", binds.len()));
+        }
+    }
+    if let Some(want) = expect.get("binds_per_job").and_then(Value::as_mapping) {
+        // Pods bound per job ("namespace/podgroup"), jobs with none included.
+        let mut got: BTreeMap<String, i64> = BTreeMap::new();
+        for d in &out.decisions {
+            if let crate::session::Decision::Bind { task, .. } = d {
+                *got.entry(names.jobs[out.task_job[*task as usize] as usize].clone()).or_default() += 1;
+            }
+        }
+        for (job, n) in want {
+            let job = scalar_string(job).unwrap_or_default();
+            let have = got.get(&job).copied().unwrap_or(0);
+            if Some(have) != n.as_i64() {
+                diffs.push(format!("binds_per_job {job}: want {n:?}, got {have}"));
+            }
         }
     }
     if let Some(want) = expect.get("evicted") {

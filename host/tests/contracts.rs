@@ -39,13 +39,15 @@ fn library(version: &str) -> Library {
     lib
 }
 
-/// Points a default plugin implemented as built for `version` that it no
-/// longer implements, and why.
-fn dropped_since(version: &str, name: &str) -> &'static [&'static str] {
+/// Points a default plugin gained and lost since it was built for
+/// `version`, and why.
+fn changed_since(version: &str, name: &str) -> (&'static [&'static str], &'static [&'static str]) {
     match (version, name) {
         // Session 16: targets are voted first in enqueue; no Permit of its own.
-        ("0.4.0", "reservation") => &["job-enqueueable"],
-        _ => &[],
+        ("0.4.0", "reservation") => (&[], &["job-enqueueable"]),
+        // Session 17: hierarchical DRF orders queues and reclaims.
+        (_, "drf") => (&["queue-order", "reclaimable"], &[]),
+        _ => (&[], &[]),
     }
 }
 
@@ -63,8 +65,10 @@ fn earlier_contracts_load_with_the_points_they_declared() {
             let name = f.file_stem().unwrap().to_str().unwrap();
             let old = lib.get(name).unwrap();
             assert!(old.origin().ends_with(&format!("{name}.wasm")), "{name}: {}", old.origin());
+            let (added, dropped) = changed_since(v, name);
             let mut want = names(current.get(name).unwrap());
-            want.extend(dropped_since(v, name));
+            want.retain(|p| !added.contains(p));
+            want.extend(dropped);
             want.sort();
             assert_eq!(names(old), want, "{v} {name}");
         }
@@ -125,17 +129,20 @@ fn verdicts(lib: &Library, files: &[PathBuf]) -> BTreeMap<String, Verdict> {
 /// placement rules came with 0.5.0 (a 0.4.0 snapshot has no pod labels,
 /// terms, spread, ports, images or volumes: its plugins never see them), and
 /// big-job reservation changed in session 16 (targets voted first, capped
-/// locks, targets beyond their queue's capability refused).
+/// locks, targets beyond their queue's capability refused), and drf learned
+/// hierarchical DRF in session 17.
 fn newer_than(version: &str, scenario: &str) -> bool {
-    version == "0.4.0"
-        && (scenario.starts_with("placement")
-            || [
-                "reservation.yaml: big-job-above-the-line-most-is-preferred",
-                "reservation.yaml: big-job-beyond-its-queue-capability-is-not-reserved-for",
-                "reservation.yaml: big-job-locks-are-capped",
-                "reservation.yaml: big-job-target-is-admitted-only-within-its-quota-and-holds-its-queue",
-            ]
-            .contains(&scenario))
+    // Session 17: hierarchical DRF.
+    scenario.starts_with("hdrf.yaml")
+        || version == "0.4.0"
+            && (scenario.starts_with("placement")
+                || [
+                    "reservation.yaml: big-job-above-the-line-most-is-preferred",
+                    "reservation.yaml: big-job-beyond-its-queue-capability-is-not-reserved-for",
+                    "reservation.yaml: big-job-locks-are-capped",
+                    "reservation.yaml: big-job-target-is-admitted-only-within-its-quota-and-holds-its-queue",
+                ]
+                .contains(&scenario))
 }
 
 /// Every scenario (tephra's own and Volcano's) gets the verdict the

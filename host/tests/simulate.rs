@@ -39,6 +39,32 @@ fn demo_runs_several_cycles_and_settles() {
     assert!(!err.contains("FAULT") && !out.contains("FAULT"));
 }
 
+/// Hierarchical DRF on Volcano's example/hierarchical-jobs: the cycle that
+/// places pods splits them by the queue tree's weights; without the switch,
+/// drf leaves queue order to the queues' names.
+#[test]
+fn hierarchical_drf_example_splits_by_the_tree() {
+    let split = |out: &str| {
+        let cycle2 = out.split("── cycle 2").nth(1).unwrap().split("── cycle 3").next().unwrap();
+        ["eng-prod", "eng-dev", "sci-prod", "sci-dev"]
+            .map(|j| cycle2.matches(&format!("bind       default/{j}-job-")).count())
+    };
+    let (code, out, err) = tephra(&["simulate", "examples/hierarchical-drf/cluster.yaml", "--cycles", "3"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(split(&out), [1, 0, 5, 2], "{out}");
+    let flat = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/hierarchical-drf/cluster.yaml"),
+    )
+    .unwrap()
+    .replace("        enableHierarchy: true\n", "");
+    let path = std::env::temp_dir().join(format!("tephra-flat-drf-{}.yaml", std::process::id()));
+    std::fs::write(&path, flat).unwrap();
+    let (code, out, err) = tephra(&["simulate", path.to_str().unwrap(), "--cycles", "3"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(split(&out), [6, 2, 0, 0], "{out}");
+}
+
 #[test]
 fn placement_example_honours_taints_selectors_and_affinity() {
     let (code, out, err) = tephra(&["simulate", "examples/placement/cluster.yaml"]);

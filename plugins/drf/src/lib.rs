@@ -1,7 +1,14 @@
 //! DRF: jobs with a smaller dominant resource share go first, and may preempt
 //! tasks of jobs whose share stays at least as large (Volcano's `drf` plugin,
-//! reference §8.4; the `enableHierarchy` HDRF variant is not implemented).
+//! reference §8.4). With the argument `enableHierarchy` (the plugin's
+//! `enableHierarchy: true` switch, as in Volcano) it is hierarchical DRF as
+//! well: queues in the tree of their `volcano.sh/hierarchy` annotations are
+//! ordered by it, and a queue reclaims from those it goes before
+//! ([`hierarchy`]). Preemption stays flat in both modes, as in Volcano.
 
+mod hierarchy;
+
+use hierarchy::Tree;
 use std::collections::HashMap;
 use tephra_sdk::resource::{self, EPSILON};
 use tephra_sdk::{is_allocated, Args, Event, ExtensionPoint as P, Policy, Session, TaskStatus, Vote};
@@ -16,6 +23,8 @@ pub struct Drf {
     /// `Statement.Pipeline` fires the allocate handler too.
     alloc: Vec<f64>,
     share: Vec<f64>,
+    /// Hierarchical mode: the queue tree.
+    tree: Option<Tree>,
 }
 
 /// Statuses whose request counts in the job's drf allocation within a session.
@@ -38,12 +47,13 @@ impl Drf {
 
 impl Policy for Drf {
     const NAME: &'static str = "drf";
-    const POINTS: &'static [P] = &[P::JobOrder, P::Preemptable, P::Events];
+    const POINTS: &'static [P] = &[P::JobOrder, P::Preemptable, P::QueueOrder, P::Reclaimable, P::Events];
 
-    fn open(&mut self, s: &Session, _args: &Args) -> Result<(), String> {
+    fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
         // At open, Volcano counts only tasks in AllocatedStatus, as the Session does.
         self.alloc = s.job_allocated.clone();
         self.share = (0..s.jobs() as u32).map(|j| dominant_share(self.alloc(s, j), s.total())).collect();
+        self.tree = args.bool("enableHierarchy", false)?.then(|| Tree::new(s, &self.alloc));
         Ok(())
     }
 
@@ -59,10 +69,48 @@ impl Policy for Drf {
         let row = &mut self.alloc[j as usize * d..(j as usize + 1) * d];
         row.iter_mut().zip(s.task_req(e.task)).for_each(|(a, r)| *a += sign as f64 * r);
         self.share[j as usize] = dominant_share(row, s.total());
+        if let Some(tree) = &mut self.tree {
+            tree.shift(j, s.task_req(e.task), sign as f64);
+        }
     }
 
     fn job_order(&mut self, _s: &Session, j: u32) -> f64 {
         self.share[j as usize]
+    }
+
+    /// Hierarchical mode: the queue's place in the tree's order (equal keys
+    /// defer to the next plugin). Flat mode: no opinion.
+    fn queue_order(&mut self, _s: &Session, q: u32) -> f64 {
+        self.tree.as_ref().map_or(0.0, |t| t.order_key(q))
+    }
+
+    /// Hierarchical mode: each candidate on its own is a victim when, with
+    /// the reclaimer's task placed and the candidate gone, the reclaimer's
+    /// queue still goes strictly before the candidate's. Flat mode: abstain
+    /// (Volcano's flat drf has no reclaim function).
+    fn reclaimable(&mut self, s: &Session, reclaimer: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
+        let Some(tree) = &self.tree else { return (Vec::new(), Vote::Abstain) };
+        let lj = s.task_job(reclaimer);
+        if lj as usize >= s.jobs() {
+            return (Vec::new(), Vote::Permit);
+        }
+        let lq = s.job_queue(lj);
+        let mut with = tree.clone();
+        with.shift(lj, s.task_req(reclaimer), 1.0);
+        let victims = candidates
+            .iter()
+            .copied()
+            .filter(|&c| {
+                let rj = s.task_job(c);
+                if rj as usize >= s.jobs() {
+                    return false;
+                }
+                let mut without = with.clone();
+                without.shift(rj, s.task_req(c), -1.0);
+                without.before(lq, s.job_queue(rj))
+            })
+            .collect();
+        (victims, Vote::Permit)
     }
 
     /// Victims: candidates whose job, without them (and without the earlier
@@ -97,7 +145,7 @@ impl Policy for Drf {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Drf: job_order, preemptable);
+tephra_sdk::export_plugin!(Drf: job_order, preemptable, queue_order, reclaimable);
 
 #[cfg(test)]
 mod tests {

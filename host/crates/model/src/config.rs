@@ -278,6 +278,11 @@ impl SchedulerConfig {
                 seen.push(conf.name.clone());
                 confs.push(conf);
             }
+            // Volcano refuses the two in one tier (each would order and reclaim queues its own way).
+            let hdrf = confs.iter().any(|c| c.name == "drf" && c.switches.get("enableHierarchy") == Some(&true));
+            if hdrf && confs.iter().any(|c| c.name == "proportion") {
+                bail!("{origin}: tiers[{ti}]: plugins proportion and drf with enableHierarchy cannot share a tier");
+            }
             tiers.push(confs);
         }
         if seen.iter().any(|n| n == "capacity") && seen.iter().any(|n| n == "proportion") {
@@ -431,6 +436,22 @@ configurations:
         drf.switches.insert("enableHierarchy".into(), true);
         assert_eq!(drf.plugin_arguments(), [("enableHierarchy".to_string(), "true".to_string())]);
         assert_eq!(c.action_args["allocate"]["predicateErrorCacheEnable"], "true");
+    }
+
+    /// Volcano refuses proportion beside hierarchical drf in one tier, not across tiers.
+    #[test]
+    fn proportion_and_hierarchical_drf_cannot_share_a_tier() {
+        let tier = |drf: &str| {
+            format!("actions: allocate\ntiers:\n- plugins:\n  - {{name: drf{drf}}}\n  - {{name: proportion}}\n")
+        };
+        let e = SchedulerConfig::parse(&tier(", enableHierarchy: true"), "c.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.yaml: tiers[0]: plugins proportion and drf with enableHierarchy cannot share a tier"
+        );
+        assert!(SchedulerConfig::parse(&tier(""), "c.yaml").is_ok());
+        let apart = "actions: allocate\ntiers:\n- plugins:\n  - {name: drf, enableHierarchy: true}\n- plugins:\n  - {name: proportion}\n";
+        assert!(SchedulerConfig::parse(apart, "c.yaml").is_ok());
     }
 
     #[test]
