@@ -1579,9 +1579,16 @@ fn apiserver_restart_no_double_bind() {
         (p.len() == 24 && p.values().all(|n| !n.is_empty())).then_some(p)
     });
     assert_eq!(p.len(), 24);
-    let scheduled = c.events(ns, "Scheduled");
+    // A bind made as the API server went away gets its Event once it is back.
+    let count = |scheduled: &[(String, String)], name: &str| {
+        scheduled.iter().filter(|(o, m)| o == name && m.starts_with("Successfully")).count()
+    };
+    let scheduled = wait(&c, ns, 60, "a Scheduled Event for every pod", || {
+        let s = c.events(ns, "Scheduled");
+        p.keys().all(|name| count(&s, name) > 0).then_some(s)
+    });
     for name in p.keys() {
-        let n = scheduled.iter().filter(|(o, m)| o == name && m.starts_with("Successfully")).count();
+        let n = count(&scheduled, name);
         assert_eq!(n, 1, "{name} bound {n} times");
     }
     let log = t.log();

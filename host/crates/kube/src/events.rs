@@ -91,8 +91,38 @@ impl Recorder {
             ..Default::default()
         };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-        if let Err(e) = api.create(&PostParams::default(), &ev).await {
-            tracing::warn!("event {reason} on {}: {e}", obj.name.as_deref().unwrap_or("?"));
+        let what = format!("event {reason} on {}", obj.name.as_deref().unwrap_or("?"));
+        match api.create(&PostParams::default(), &ev).await {
+            Ok(_) => {}
+            // The API server is away (restarting, overloaded): written again
+            // in the background, as client-go's recorder does, so a bind made
+            // just before an outage still gets its Scheduled Event and no
+            // cycle waits for it.
+            Err(e) if retryable(&e) => {
+                tokio::spawn(async move {
+                    for delay in RETRY_DELAYS_MS {
+                        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                        match api.create(&PostParams::default(), &ev).await {
+                            Ok(_) => return,
+                            Err(e) if retryable(&e) => continue,
+                            Err(e) => return tracing::warn!("{what}: {e}"),
+                        }
+                    }
+                    tracing::warn!("{what}: not written after {} tries: {e}", RETRY_DELAYS_MS.len() + 1);
+                });
+            }
+            Err(e) => tracing::warn!("{what}: {e}"),
         }
+    }
+}
+
+/// Waits before each new try of an Event write (about two minutes in all).
+const RETRY_DELAYS_MS: [u64; 11] = [250, 500, 1000, 2000, 4000, 8000, 10000, 15000, 20000, 25000, 30000];
+
+/// Errors worth another try: no answer at all, a server error, throttling.
+fn retryable(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
+        _ => true,
     }
 }
