@@ -564,7 +564,12 @@ fn push(file: PathBuf, reference: &str, insecure: bool, username: Option<String>
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        // wasmtime's cache worker warns about the lock files of other
+        // processes sharing the compiled-code cache: harmless, and not news.
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,wasmtime_internal_cache=error".into()),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();

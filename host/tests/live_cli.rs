@@ -139,9 +139,18 @@ fn admin_simulation(extra: &[&str]) -> (std::process::Child, String) {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("admin: listening on http://").unwrap_or_else(|| panic!("{line}")).to_string();
+    // The address line, after whatever was logged before it.
+    let mut said = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("no admin address in:\n{said}");
+        }
+        if let Some(a) = line.trim().strip_prefix("admin: listening on http://") {
+            break a.to_string();
+        }
+        said.push_str(&line);
+    };
     // Keep reading stderr (and stdout) so the child never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let mut out = child.stdout.take().unwrap();

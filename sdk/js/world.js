@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // `node world.js MODULE.js`: the WIT world of the policy MODULE serves (its
 // default export), and a check that the module exports every point the
 // policy implements (`export const { session, ... } = serve(Policy)`).
