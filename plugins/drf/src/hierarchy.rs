@@ -49,6 +49,7 @@ pub struct Tree {
 
 /// A queue's path and weights from its annotations: the first element (the
 /// root) is skipped; a weight that does not parse or is below 1 counts as 1.
+/// (Volcano's admission refuses most such weights; its scheduler clamps.)
 fn parse(s: &Session, q: u32) -> Vec<(Arc<str>, f64)> {
     let mut path = "";
     let mut weights = "";
@@ -59,6 +60,13 @@ fn parse(s: &Session, q: u32) -> Vec<(Arc<str>, f64)> {
             _ => {}
         }
     }
+    // Volcano's admission puts a path that does not start with "root" under
+    // it (weight 1); files read here never went through it.
+    let (path, weights) = if !path.is_empty() && !weights.is_empty() && !path.starts_with("root") {
+        (format!("root/{path}"), format!("1/{weights}"))
+    } else {
+        (path.to_string(), weights.to_string())
+    };
     let weights: Vec<&str> = weights.split('/').collect();
     path.split('/')
         .enumerate()
@@ -304,6 +312,8 @@ mod tests {
         let sci = queue(&mut b, "root/sci", "100/50");
         let dev = queue(&mut b, "root/eng/dev", "100/50/50");
         let prod = queue(&mut b, "root/eng/prod", "100/50/50");
+        // Without "root" in front, as Volcano's admission would put it.
+        let other = queue(&mut b, "eng/dev", "2/50");
         let (j1, j21, j22) = (b.job(sci, 0), b.job(dev, 0), b.job(prod, 0));
         for _ in 0..2 {
             b.task(j1, &[1000.0, 1e9], Running, n);
@@ -324,6 +334,8 @@ mod tests {
         assert!((tree.key(sci)[0].1 - 0.2 / 50.0).abs() < 1e-12);
         // eng before sci; inside eng, prod (0.1) before dev (0.3).
         let keys = rt.queue_order(&[sci, dev, prod]);
+        // eng/dev is root/eng/dev: the same nodes as queue dev.
+        assert_eq!(rt.plugin.tree.as_ref().unwrap().key(other), rt.plugin.tree.as_ref().unwrap().key(dev));
         assert!(keys[2] < keys[1] && keys[1] < keys[0], "{keys:?}");
         // Flat mode has no queue order.
         let mut flat = Runtime::<Drf>::default();

@@ -83,6 +83,7 @@ pub fn rules(queues: &[Queue]) -> Findings {
             cur = p;
         }
     }
+    hdrf_paths(queues, &mut f);
     let hierarchy = queues.iter().any(|q| q.parent.is_some());
     if hierarchy {
         for p in queues {
@@ -112,9 +113,81 @@ pub fn rules(queues: &[Queue]) -> Findings {
     f
 }
 
+/// Hierarchical DRF's queue paths (`volcano.sh/hierarchy`, with a weight
+/// each in `volcano.sh/hierarchy-weights`), as Volcano's admission checks
+/// them: as many weights as path elements, each a number above 0, and no
+/// queue on a path another queue sits below.
+fn hdrf_paths(queues: &[Queue], f: &mut Findings) {
+    const PATH: &str = "volcano.sh/hierarchy";
+    const WEIGHTS: &str = "volcano.sh/hierarchy-weights";
+    let mut paths = Vec::new();
+    for q in queues {
+        let (path, weights) = (q.annotations.get(PATH), q.annotations.get(WEIGHTS));
+        if path.is_none() && weights.is_none() {
+            continue;
+        }
+        let at = format!("Queue {}: metadata.annotations", q.name);
+        let (path, weights) = (path.map_or("", String::as_str), weights.map_or("", String::as_str));
+        let (p, w): (Vec<&str>, Vec<&str>) = (path.split('/').collect(), weights.split('/').collect());
+        if p.len() != w.len() {
+            f.errors.push(format!(
+                "{at}.{WEIGHTS}: {} weights ({weights:?}) for the {} elements of {PATH} {path:?}",
+                w.len(),
+                p.len()
+            ));
+        } else if let Some(bad) = w.iter().find(|x| !x.trim().parse::<f64>().is_ok_and(|x| x > 0.0)) {
+            f.errors.push(format!("{at}.{WEIGHTS}: {bad:?} in {weights:?} is not a number above 0"));
+        }
+        // Under "root" as Volcano's admission puts it.
+        let path = if !path.is_empty() && !weights.is_empty() && !path.starts_with("root") {
+            format!("root/{path}")
+        } else {
+            path.to_string()
+        };
+        paths.push((q.name.as_str(), path));
+    }
+    for (name, path) in &paths {
+        if let Some((other, below)) =
+            paths.iter().find(|(_, b)| b.len() > path.len() && b.starts_with(&format!("{path}/")))
+        {
+            f.errors.push(format!(
+                "Queue {name}: metadata.annotations.{PATH}: {path:?} has queue {other} below it ({below:?}); queues sit at the leaves"
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hdrf_paths_are_checked_as_volcano_admits_them() {
+        let q = |name: &str, path: &str, weights: &str| Queue {
+            name: name.into(),
+            annotations: [("volcano.sh/hierarchy", path), ("volcano.sh/hierarchy-weights", weights)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        let ok = [q("a", "root/eng/prod", "1/2/8"), q("b", "root/eng/dev", "1/2/2"), q("c", "root/node", "1/1")];
+        assert!(rules(&ok).errors.is_empty(), "{:?}", rules(&ok).errors);
+        for (bad, want) in [
+            (q("x", "root/a/b", "1/2/3/4"), "Queue x: metadata.annotations.volcano.sh/hierarchy-weights: 4 weights"),
+            (q("x", "root/a/b", "1/-1/3"), "\"-1\" in \"1/-1/3\" is not a number above 0"),
+            (q("x", "root/a/b", "1/a/3"), "\"a\" in \"1/a/3\" is not a number above 0"),
+        ] {
+            let e = rules(&[bad]).errors;
+            assert!(e.len() == 1 && e[0].contains(want), "{e:?}");
+        }
+        let e = rules(&[q("top", "root/sci", "1/8"), q("leaf", "root/sci/dev", "1/8/2")]).errors;
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with("Queue top: metadata.annotations.volcano.sh/hierarchy: \"root/sci\" has queue leaf"),
+            "{e:?}"
+        );
+    }
 
     fn q(name: &str, parent: Option<&str>, cap: &[(&str, f64)], des: &[(&str, f64)], gua: &[(&str, f64)]) -> Queue {
         let l = |v: &[(&str, f64)]| v.iter().map(|(k, x)| (k.to_string(), *x)).collect();
