@@ -725,14 +725,9 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
         }
     }
     if let Some(want) = expect.get("job_order") {
-        // Every job, in the order the plugins' keys put them (ties keep the job index).
-        let ids: Vec<u32> = (0..ssn.names.jobs.len() as u32).collect();
-        let rows = ssn.policies.order_keys(&ssn.events, crate::plugin::Call::JobOrder(&ids), ids.len());
-        let mut order = ids.clone();
-        order.sort_by(|&a, &b| {
-            let by_row = |r: &Vec<f64>| r[a as usize].total_cmp(&r[b as usize]);
-            rows.iter().map(by_row).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
-        });
+        // Every job, as allocate orders them: the plugins' keys, then Volcano's fallback.
+        let mut order: Vec<u32> = (0..ssn.names.jobs.len() as u32).collect();
+        actions::sort(ssn, actions::Kind::Job, &mut order);
         let got: Vec<String> = order.iter().map(|&j| ssn.names.jobs[j as usize].clone()).collect();
         if strs(Some(want)) != got {
             diffs.push(format!("job_order: want {:?}, got {got:?}", strs(Some(want))));

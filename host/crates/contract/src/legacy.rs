@@ -4,23 +4,33 @@
 
 use crate::bindings::current::tephra::scheduler0_6_0::types as current;
 
+/// An earlier version's `add_to_linker` for its (function-less) `types`
+/// instance, which its plugins import; bindgen calls it through `with:`.
+macro_rules! types_instance {
+    ($name:literal) => {
+        pub fn add_to_linker<T, D>(
+            linker: &mut wasmtime::component::Linker<T>,
+            _: fn(&mut T) -> D::Data<'_>,
+        ) -> wasmtime::Result<()>
+        where
+            D: HostWithStore<T>,
+            for<'a> D::Data<'a>: Host,
+            T: 'static,
+        {
+            linker.instance($name)?;
+            Ok(())
+        }
+    };
+}
+
 /// Contract 0.5.0's `types`: the current ones, plus what a plugin said about
 /// itself then (its extension points listed, not exported one by one), which
 /// is also how the host describes every plugin.
 pub mod types_0_5 {
     pub use super::current::*;
-    use wasmtime::component::{ComponentType, Lift, Linker, Lower};
+    use wasmtime::component::{ComponentType, Lift, Lower};
 
-    /// Its (function-less) `types` instance, which plugins import.
-    pub fn add_to_linker<T, D>(linker: &mut Linker<T>, _: fn(&mut T) -> D::Data<'_>) -> wasmtime::Result<()>
-    where
-        D: HostWithStore<T>,
-        for<'a> D::Data<'a>: Host,
-        T: 'static,
-    {
-        linker.instance("tephra:scheduler/types@0.5.0")?;
-        Ok(())
-    }
+    types_instance!("tephra:scheduler/types@0.5.0");
 
     /// What a plugin says about itself: its name in the scheduler config's
     /// tiers, its version, the contract it was built against and the points
@@ -96,18 +106,9 @@ pub mod types_0_5 {
 /// required node affinity only.
 pub mod types_0_4 {
     pub use super::types_0_5::*;
-    use wasmtime::component::{ComponentType, Lift, Linker, Lower};
+    use wasmtime::component::{ComponentType, Lift, Lower};
 
-    /// Its (function-less) `types` instance, which plugins import.
-    pub fn add_to_linker<T, D>(linker: &mut Linker<T>, _: fn(&mut T) -> D::Data<'_>) -> wasmtime::Result<()>
-    where
-        D: HostWithStore<T>,
-        for<'a> D::Data<'a>: Host,
-        T: 'static,
-    {
-        linker.instance("tephra:scheduler/types@0.4.0")?;
-        Ok(())
-    }
+    types_instance!("tephra:scheduler/types@0.4.0");
 
     #[derive(ComponentType, Lift, Lower, Clone, Debug, PartialEq)]
     #[component(record)]

@@ -106,19 +106,16 @@ pub enum Instance {
     V0_4(v0_4::Plugin),
 }
 
+/// The export that marks a component of contract `version`: the current
+/// contract's `session`, an earlier one's `policy`.
+fn marker(version: &str) -> String {
+    let interface = if version == tephra_contract::CONTRACT { "session" } else { "policy" };
+    format!("tephra:scheduler/{interface}@{version}")
+}
+
 /// The contract version a component's exports say it was built against.
-pub fn version_of(component: &Component, linker: &Linker<State>) -> Option<&'static str> {
-    let ty = component.component_type();
-    let engine = linker.engine();
-    let exports: Vec<String> = ty.exports(engine).map(|(n, _)| n.to_string()).collect();
-    let has = |name: String| exports.contains(&name);
-    tephra_contract::SUPPORTED.into_iter().find(|v| {
-        if *v == tephra_contract::CONTRACT {
-            has(format!("tephra:scheduler/session@{v}"))
-        } else {
-            has(format!("tephra:scheduler/policy@{v}"))
-        }
-    })
+pub fn version_of(component: &Component) -> Option<&'static str> {
+    tephra_contract::SUPPORTED.into_iter().find(|v| component.get_export_index(None, marker(v)).is_some())
 }
 
 impl Pre {
@@ -350,15 +347,6 @@ pub fn link(linker: &mut Linker<State>) -> Result<()> {
 /// The one-line refusal of a component whose exports match no supported
 /// contract.
 pub fn unsupported(origin: &str) -> anyhow::Error {
-    let versions: Vec<String> = tephra_contract::SUPPORTED
-        .iter()
-        .map(|v| {
-            if *v == tephra_contract::CONTRACT {
-                format!("tephra:scheduler/session@{v}")
-            } else {
-                format!("tephra:scheduler/policy@{v}")
-            }
-        })
-        .collect();
+    let versions: Vec<String> = tephra_contract::SUPPORTED.iter().map(|v| marker(v)).collect();
     anyhow!("{origin}: exports no plugin contract this host speaks (it looks for {})", versions.join(", "))
 }

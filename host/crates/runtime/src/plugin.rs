@@ -74,8 +74,7 @@ impl WasmPlugin {
                 ALLOWED_IMPORTS.map(|a| format!("{a}*")).join(", ")
             );
         }
-        let version =
-            contracts::version_of(&component, &runtime.linker).ok_or_else(|| contracts::unsupported(origin))?;
+        let version = contracts::version_of(&component).ok_or_else(|| contracts::unsupported(origin))?;
         let pre = runtime
             .linker
             .instantiate_pre(&component)
