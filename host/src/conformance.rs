@@ -199,6 +199,7 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             g.get("name").and_then(Value::as_str).ok_or_else(|| anyhow!("{at}: podgroups[{i}].name: missing"))?;
         let gat = format!("{at}: podgroup {name}");
         let phase = g.get("phase").and_then(Value::as_str).unwrap_or("");
+        let (network_topology, subgroups) = crate::manifest::podgroup_topology(g, at, &format!("podgroup {name}"))?;
         c.podgroups.push(PodGroup {
             namespace: g.get("namespace").and_then(Value::as_str).unwrap_or("default").into(),
             name: name.into(),
@@ -216,6 +217,9 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             priority: int(g.get("priority")).map(|p| p as i32),
             phase: Phase::parse(phase).ok_or_else(|| anyhow!("{gat}: phase: unknown {phase:?}"))?,
             created: g.get("waiting_since_seconds").and_then(Value::as_f64).map_or(i as i64, |w| (-w * 1000.0) as i64),
+            network_topology,
+            subgroups,
+            annotations: smap(g.get("annotations")),
             ..Default::default()
         });
     }
@@ -226,7 +230,7 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
     for (i, o) in s.get("objects").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         let object = crate::manifest::from_value(o, &format!("{at}: objects[{i}]"))?;
         if object.keep_in(&mut c).is_some() {
-            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode, Namespace and PriorityClass");
+            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode, Namespace, PriorityClass and HyperNode");
         }
     }
     let mut overrides = StatusOverrides::new();

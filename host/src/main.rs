@@ -361,6 +361,8 @@ fn simulate(run: Run) -> Result<()> {
     } = run;
     let options = Options { max_cycles: cycles, period };
     let config_path = config;
+    let files_list =
+        |f: &[std::path::PathBuf]| f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
     let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
     let config = match &config_path {
         Some(path) => SchedulerConfig::read(path)?,
@@ -382,6 +384,25 @@ fn simulate(run: Run) -> Result<()> {
     let findings = tephra::validate::queues(&queues, &config);
     if let Some(e) = findings.errors.first() {
         return Err(anyhow!("{e}"));
+    }
+    // The HyperNodes of the whole run must form a tree (nothing is half applied).
+    let hypernodes: Vec<_> = objects
+        .iter()
+        .filter_map(|t| match &t.object {
+            Object::HyperNode(h) => Some(h.clone()),
+            _ => None,
+        })
+        .collect();
+    let nodes: Vec<_> = objects
+        .iter()
+        .filter_map(|t| match &t.object {
+            Object::Node(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    if let Err(e) = tephra::topology::Tree::build(&hypernodes, &nodes) {
+        let origin = if files.is_empty() { "<demo cluster>".to_string() } else { files_list(&files) };
+        return Err(anyhow!("{origin}: {e}"));
     }
     for w in &findings.warnings {
         eprintln!("warning: {w}");

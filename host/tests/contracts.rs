@@ -1,5 +1,6 @@
 //! Plugins built against earlier contracts keep working: the default
-//! plugins as built for contract 0.4.0 (at e617912^) and 0.5.0 (at 5ed49de),
+//! plugins as built for contract 0.4.0 (at e617912^), 0.5.0 (at 5ed49de) and
+//! 0.6.0 (at 1ccbccc),
 //! kept as components under `tests/contracts/<version>/`, load with the
 //! points they declared and schedule as they did.
 
@@ -11,7 +12,7 @@ use tephra::plugin::Backend;
 use tephra::scheduler::Library;
 use tephra::wasm::builtin::FIXTURES_DIR;
 
-const EARLIER: [&str; 2] = ["0.4.0", "0.5.0"];
+const EARLIER: [&str; 3] = ["0.4.0", "0.5.0", "0.6.0"];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -46,7 +47,9 @@ fn changed_since(version: &str, name: &str) -> (&'static [&'static str], &'stati
         // Session 16: targets are voted first in enqueue; no Permit of its own.
         ("0.4.0", "reservation") => (&[], &["job-enqueueable"]),
         // Session 17: hierarchical DRF orders queues and reclaims.
-        (_, "drf") => (&["queue-order", "reclaimable"], &[]),
+        ("0.4.0" | "0.5.0", "drf") => (&["queue-order", "reclaimable"], &[]),
+        // Contract 0.7.0: gang eviction asks who may be evicted.
+        (_, "gang" | "priority" | "conformance") => (&["evictable"], &[]),
         _ => (&[], &[]),
     }
 }
@@ -130,10 +133,13 @@ fn verdicts(lib: &Library, files: &[PathBuf]) -> BTreeMap<String, Verdict> {
 /// terms, spread, ports, images or volumes: its plugins never see them), and
 /// big-job reservation changed in session 16 (targets voted first, capped
 /// locks, targets beyond their queue's capability refused), and drf learned
-/// hierarchical DRF in session 17.
+/// hierarchical DRF in session 17; contract 0.7.0 brought the topology
+/// (gang's subgroups, the `evictable` point of gang, priority and
+/// conformance that gang eviction asks).
 fn newer_than(version: &str, scenario: &str) -> bool {
+    scenario.starts_with("topology.yaml") || scenario.starts_with("gang-eviction.yaml")
     // Session 17: hierarchical DRF.
-    scenario.starts_with("hdrf.yaml")
+        || version != "0.6.0" && scenario.starts_with("hdrf.yaml")
         || version == "0.4.0"
             && (scenario.starts_with("placement")
                 || [

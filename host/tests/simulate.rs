@@ -400,3 +400,50 @@ fn inputs_that_are_not_regular_files_are_refused() {
     assert_eq!(status.and_then(|s| s.code()), Some(2), "a FIFO hung start-up: {err}");
     assert!(err.contains("not a regular file"), "{err}");
 }
+
+/// The topology walkthrough: the training job's partitions each get a rack
+/// of one spine, the notebook packs into the used rack, the small job takes
+/// the free rack, and the late one waits for a rack though the cluster has
+/// room; without its networkTopology it runs across racks.
+#[test]
+fn topology_example_places_partitions_and_keeps_racks_whole() {
+    let (code, out, err) = tephra(&["simulate", "examples/topology/cluster.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "domain     ml/llm-train (subgroup of ml/llm-train-worker-0) → HyperNode rack-2 (tier 1)",
+        "domain     ml/llm-train (subgroup of ml/llm-train-worker-4) → HyperNode rack-3 (tier 1)",
+        "domain     ml/llm-train → HyperNode spine-1 (tier 2)",
+        "domain     ml/llm-small → HyperNode rack-1 (tier 1)",
+        "waiting    ml/llm-late: no HyperNode of tier 1 or lower can hold the gang",
+        "ml/llm-late              still waiting",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let node = |pod: &str| {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("bind       ml/{pod} → ")))
+            .unwrap_or_else(|| panic!("{pod}:\n{out}"));
+        line.rsplit(' ').next().unwrap().to_string()
+    };
+    for w in 0..4 {
+        assert!(node(&format!("llm-train-worker-{w}")).starts_with("rack-2-"), "{out}");
+        assert!(node(&format!("llm-train-worker-{}", w + 4)).starts_with("rack-3-"), "{out}");
+    }
+    assert!(node("notebook-lab-0").starts_with("rack-0-"), "{out}");
+    // The same late job without its constraint runs on the three free nodes.
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/topology/cluster.yaml"))
+        .unwrap();
+    let late = text.find("name: llm-late").unwrap();
+    let flat = format!(
+        "{}{}",
+        &text[..late],
+        text[late..].replacen("  networkTopology: {mode: hard, highestTierAllowed: 1}\n", "", 1)
+    );
+    let path = std::env::temp_dir().join(format!("tephra-flat-topology-{}.yaml", std::process::id()));
+    std::fs::write(&path, flat).unwrap();
+    let (code, out, err) = tephra(&["simulate", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("bind       ml/llm-late-worker-").count(), 3, "{out}");
+}

@@ -134,6 +134,12 @@ macro_rules! __tephra_point_name {
     (queue_status) => {
         $crate::ExtensionPoint::QueueStatus
     };
+    (hypernode_order) => {
+        $crate::ExtensionPoint::HypernodeOrder
+    };
+    (evictable) => {
+        $crate::ExtensionPoint::Evictable
+    };
 }
 
 /// One point's export: its `Guest` answered by the runtime.
@@ -319,6 +325,27 @@ macro_rules! __tephra_point {
             }
         }
         $crate::points::queue_status::__export_queue_status!(__TephraExport with_types_in $crate::points::queue_status);
+    };
+    (hypernode_order) => {
+        impl $crate::points::hypernode_order::exports::tephra::scheduler::hypernode_order::Guest for __TephraExport {
+            fn hypernode_order(job: u32, subgroup: u32, hypernodes: ::std::vec::Vec<u32>) -> ::std::vec::Vec<f64> {
+                __tephra(|rt| rt.hypernode_order(job, subgroup, &hypernodes))
+            }
+        }
+        $crate::points::hypernode_order::__export_hypernode_order!(__TephraExport with_types_in $crate::points::hypernode_order);
+    };
+    (evictable) => {
+        impl $crate::points::evictable::exports::tephra::scheduler::evictable::Guest for __TephraExport {
+            fn evictable(
+                kind: $crate::types::EvictionKind,
+                job: u32,
+                hypernode: u32,
+                candidates: ::std::vec::Vec<u32>,
+            ) -> $crate::types::Victims {
+                __tephra(|rt| rt.evictable(kind, job, hypernode, &candidates))
+            }
+        }
+        $crate::points::evictable::__export_evictable!(__TephraExport with_types_in $crate::points::evictable);
     };
 }
 

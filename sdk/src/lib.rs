@@ -55,7 +55,7 @@ pub use policy::{ExtensionPoint, Fits, Policy, Unfit};
 pub use runtime::Runtime;
 pub use session::{is_allocated, node_share, Session, NONE};
 pub use testing::{delta, SnapshotBuilder};
-pub use types::{Event, EventKind, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
+pub use types::{Event, EventKind, EvictionKind, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
 
 /// The contract version this SDK implements.
-pub const CONTRACT: &str = "0.6.0";
+pub const CONTRACT: &str = "0.7.0";

@@ -4,7 +4,7 @@
 
 use crate::args::Args;
 use crate::session::Session;
-use crate::types::{Event, LockOwner, TaskStatus, Vote};
+use crate::types::{Event, EvictionKind, LockOwner, TaskStatus, Vote};
 use std::sync::Arc;
 
 /// Why a task does not fit a node. The message is shared (`Arc<str>`): a
@@ -99,6 +99,8 @@ pub enum ExtensionPoint {
     TargetJob,
     ReservedNodes,
     QueueStatus,
+    HypernodeOrder,
+    Evictable,
     /// Not a point: every event batch is flushed to the policy before the
     /// session closes (a policy keeping state across sessions).
     Events,
@@ -221,6 +223,21 @@ pub trait Policy: Default {
     /// A quota policy's deserved row and share for `queue` (for status).
     fn queue_status(&mut self, s: &Session, queue: u32) -> (Vec<f64>, f64) {
         (vec![f64::NAN; s.dims()], 0.0)
+    }
+    /// Scores (higher first) of `hypernodes` as the domain of `job`'s
+    /// `subgroup` (`NONE`: of the whole job).
+    fn hypernode_order(&mut self, s: &Session, job: u32, subgroup: u32, hypernodes: &[u32], scores: &mut [f64]) {}
+    /// Gang eviction: which of `candidates` (running tasks on HyperNode
+    /// `hypernode`) starving `job` may evict.
+    fn evictable(
+        &mut self,
+        s: &Session,
+        kind: EvictionKind,
+        job: u32,
+        hypernode: u32,
+        candidates: &[u32],
+    ) -> (Vec<u32>, Vote) {
+        (Vec::new(), Vote::Abstain)
     }
 }
 

@@ -5,7 +5,7 @@ use crate::args::Args;
 use crate::bindings::exports::tephra::scheduler::session::PluginInfo;
 use crate::policy::{Fits, Policy, Unfit};
 use crate::session::Session;
-use crate::types::{Event, Fit, LockOwner, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
+use crate::types::{Event, EvictionKind, Fit, LockOwner, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims, Vote};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -267,6 +267,22 @@ impl<P: Policy> Runtime<P> {
     pub fn reserved_nodes(&mut self, owner: LockOwner, candidates: &[u32]) -> Result<Vec<u32>, String> {
         let p = &mut self.plugin;
         with_session!(self, Ok(Vec::new()), |s| p.reserved_nodes(s, owner, candidates))
+    }
+
+    pub fn hypernode_order(&mut self, job: u32, subgroup: u32, hypernodes: &[u32]) -> Vec<f64> {
+        let p = &mut self.plugin;
+        let mut scores = vec![0.0; hypernodes.len()];
+        if let Some(s) = self.session.as_ref() {
+            p.hypernode_order(s, job, subgroup, hypernodes, &mut scores);
+        }
+        scores
+    }
+
+    pub fn evictable(&mut self, kind: EvictionKind, job: u32, hypernode: u32, candidates: &[u32]) -> Victims {
+        let p = &mut self.plugin;
+        let (tasks, vote) =
+            with_session!(self, (Vec::new(), Vote::Abstain), |s| p.evictable(s, kind, job, hypernode, candidates));
+        Victims { tasks, vote }
     }
 
     pub fn queue_status(&mut self, queues: &[u32]) -> QueueFigures {

@@ -77,6 +77,15 @@ impl SnapshotBuilder {
                 task_images: vec![],
                 pod_attachments: vec![],
                 node_attach_limits: vec![],
+                hypernode_name: vec![0],
+                hypernode_tier: vec![1],
+                hypernode_parent: vec![crate::NONE],
+                node_hypernode: vec![],
+                job_highest_tier: vec![],
+                job_topology: vec![],
+                subgroups: vec![],
+                task_subgroup: vec![],
+                job_min_subgroups: vec![],
             },
         }
     }
@@ -113,7 +122,42 @@ impl SnapshotBuilder {
         self.snap.node_name.push(name);
         self.snap.node_locked_job.push(NONE);
         self.snap.node_locked_queue.push(NONE);
+        self.snap.node_hypernode.push(0);
         self.snap.node_unschedulable.len() as u32 - 1
+    }
+
+    /// A HyperNode of `tier` under `parent` (0: the cluster, whose tier
+    /// follows the highest); returns its id.
+    pub fn hypernode(&mut self, name: &str, tier: u32, parent: u32) -> u32 {
+        let name = self.string(name);
+        self.snap.hypernode_name.push(name);
+        self.snap.hypernode_tier.push(tier);
+        self.snap.hypernode_parent.push(parent);
+        self.snap.hypernode_tier[0] = self.snap.hypernode_tier[0].max(tier + 1);
+        self.snap.hypernode_name.len() as u32 - 1
+    }
+
+    /// Gives `job` a hard network-topology limit (`NONE`: a spec without one).
+    pub fn topology(&mut self, job: u32, highest_tier: u32) {
+        self.snap.job_highest_tier[job as usize] = highest_tier;
+        self.snap.job_topology[job as usize] = true;
+    }
+
+    /// A subgroup of `job` from policy `policy`; returns its id.
+    pub fn subgroup(&mut self, job: u32, policy: &str, min_available: u32, highest_tier: u32, topology: bool) -> u32 {
+        let policy = self.string(policy);
+        self.snap.subgroups.push(crate::types::Subgroup { job, policy, min_available, highest_tier, topology });
+        self.snap.subgroups.len() as u32 - 1
+    }
+
+    /// Puts `task` in `subgroup`.
+    pub fn join(&mut self, task: u32, subgroup: u32) {
+        self.snap.task_subgroup[task as usize] = subgroup;
+    }
+
+    /// Puts `node` in the lowest-tier HyperNode `hypernode`.
+    pub fn place(&mut self, node: u32, hypernode: u32) {
+        self.snap.node_hypernode[node as usize] = hypernode;
     }
 
     /// A root-level open queue with this weight.
@@ -135,6 +179,8 @@ impl SnapshotBuilder {
         self.snap.job_priority.push(0);
         self.snap.job_phase.push(JobPhase::Inqueue);
         self.snap.job_created_ms.push(0);
+        self.snap.job_highest_tier.push(NONE);
+        self.snap.job_topology.push(false);
         self.snap.job_queue.len() as u32 - 1
     }
 
@@ -171,6 +217,7 @@ impl SnapshotBuilder {
         self.snap.task_created_ms.push(0);
         self.snap.task_started_ms.push(0);
         self.snap.task_estimated_ms.push(0);
+        self.snap.task_subgroup.push(NONE);
         t
     }
 

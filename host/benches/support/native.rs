@@ -60,6 +60,7 @@ record!(h::Attachment => g::Attachment { pod, driver, handle });
 record!(h::AttachLimit => g::AttachLimit { node, driver, count });
 record!(h::Quantity => g::Quantity { owner, dim, value });
 record!(h::RoleMin => g::RoleMin { job, role, count });
+record!(h::Subgroup => g::Subgroup { job, policy, min_available, highest_tier, topology });
 record!(h::Event => g::Event { kind, task, node, status });
 record!(h::SnapshotDelta => g::SnapshotDelta {
     now_ms, tasks, task_status, task_node, task_started_ms, nodes, node_used, node_releasing, node_pipelined,
@@ -75,7 +76,8 @@ record!(h::Snapshot => g::Snapshot {
     task_preemptable, task_role, task_namespace, task_priority_class, task_created_ms, task_started_ms,
     task_estimated_ms, task_node_selector, task_tolerations, task_affinity, node_name, resident_node,
     resident_namespace, pod_labels, pod_terms, pod_ports, task_spread, node_images, task_images, pod_attachments,
-    node_attach_limits
+    node_attach_limits, hypernode_name, hypernode_tier, hypernode_parent, node_hypernode, job_highest_tier,
+    job_topology, subgroups, task_subgroup, job_min_subgroups
 });
 
 fn vote(v: g::Vote) -> h::Vote {
@@ -111,6 +113,8 @@ fn point(p: &tephra_sdk::ExtensionPoint) -> h::ExtensionPoint {
         G::TargetJob => H::TargetJob,
         G::ReservedNodes => H::ReservedNodes,
         G::QueueStatus => H::QueueStatus,
+        G::HypernodeOrder => H::HypernodeOrder,
+        G::Evictable => H::Evictable,
         G::Events => H::Events,
     }
 }
@@ -196,6 +200,15 @@ impl<P: Policy + Send> Backend for Native<P> {
                 Answer::Fit(h::Fit { codes: f.codes, reasons })
             }
             Call::NodeOrder(t, nodes) => Answer::Keys(rt.node_order(t, nodes)),
+            Call::HypernodeOrder(j, g, hns) => Answer::Keys(rt.hypernode_order(j, g, hns)),
+            Call::Evictable(k, j, h, c) => {
+                let k = match k {
+                    h::EvictionKind::GangPreempt => g::EvictionKind::GangPreempt,
+                    h::EvictionKind::GangReclaim => g::EvictionKind::GangReclaim,
+                };
+                let v = rt.evictable(k, j, h, c);
+                Answer::Victims(h::Victims { tasks: v.tasks, vote: vote(v.vote) })
+            }
             Call::Overused(q) => Answer::Bool(rt.overused(q)),
             Call::Allocatable(q, t) => Answer::Bool(rt.allocatable(q, t)),
             Call::Preemptive(q, t) => Answer::Bool(rt.preemptive(q, t)),

@@ -2,7 +2,7 @@
 //! `system-cluster-critical` / `system-node-critical` priority classes and
 //! everything in `kube-system` (Volcano's `conformance` plugin, reference §8.3).
 
-use tephra_sdk::{ExtensionPoint as P, Policy, Session, Vote};
+use tephra_sdk::{EvictionKind, ExtensionPoint as P, Policy, Session, Vote};
 
 const CRITICAL_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
 
@@ -23,7 +23,7 @@ fn evictable(s: &Session, candidates: &[u32]) -> Vec<u32> {
 
 impl Policy for Conformance {
     const NAME: &'static str = "conformance";
-    const POINTS: &'static [P] = &[P::Preemptable, P::Reclaimable];
+    const POINTS: &'static [P] = &[P::Preemptable, P::Reclaimable, P::Evictable];
 
     fn preemptable(&mut self, s: &Session, _preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
         (evictable(s, candidates), Vote::Permit)
@@ -32,10 +32,14 @@ impl Policy for Conformance {
     fn reclaimable(&mut self, s: &Session, _preemptor: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
         (evictable(s, candidates), Vote::Permit)
     }
+
+    fn evictable(&mut self, s: &Session, _: EvictionKind, _job: u32, _hn: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
+        (evictable(s, candidates), Vote::Permit)
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Conformance: preemptable, reclaimable);
+tephra_sdk::export_plugin!(Conformance: preemptable, reclaimable, evictable);
 
 #[cfg(test)]
 mod tests {

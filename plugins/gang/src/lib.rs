@@ -2,13 +2,15 @@
 //! each role's `minTaskMember`) at once (Volcano's `gang` plugin, reference §8.1).
 
 use std::collections::HashMap;
-use tephra_sdk::{is_allocated, Args, ExtensionPoint as P, Policy, Session, TaskStatus, Vote};
+use tephra_sdk::{is_allocated, Args, EvictionKind, ExtensionPoint as P, Policy, Session, TaskStatus, Vote};
 
 #[derive(Default)]
 pub struct Gang {
     /// Per job: (role, minTaskMember > 0). Empty when minAvailable < Σ
     /// minTaskMember, where Volcano skips the per-role checks (§2.5).
     roles: Vec<Vec<(u32, u32)>>,
+    /// Per job: (subgroup policy, minSubGroups > 0).
+    partitions: Vec<Vec<(u32, u32)>>,
 }
 
 /// Volcano's `ValidTaskNum` statuses.
@@ -40,6 +42,41 @@ impl Gang {
             }
         }
         roles.iter().zip(n).find(|&(&(_, min), c)| c < min).map(|(&(r, min), c)| (r, c, min))
+    }
+
+    /// The first subgroup policy of `j` with fewer ready subgroups (a
+    /// subgroup is ready when `counts` holds for `min-available` of its
+    /// tasks; with `exist`, every subgroup counts) than its minSubGroups,
+    /// as (policy, counted, minimum).
+    fn short_partition(
+        &self,
+        s: &Session,
+        j: u32,
+        exist: bool,
+        counts: impl Fn(u32) -> bool,
+    ) -> Option<(u32, u32, u32)> {
+        let policies = self.partitions.get(j as usize).filter(|p| !p.is_empty())?;
+        let mut held: HashMap<u32, u32> = HashMap::new();
+        for &t in s.job_tasks(j) {
+            let g = s.snap.task_subgroup[t as usize];
+            if g != tephra_sdk::NONE {
+                *held.entry(g).or_default() += counts(t) as u32;
+            }
+        }
+        policies.iter().find_map(|&(policy, min)| {
+            let n = s
+                .snap
+                .subgroups
+                .iter()
+                .enumerate()
+                .filter(|(g, sg)| {
+                    sg.job == j
+                        && sg.policy == policy
+                        && (exist || held.get(&(*g as u32)).copied().unwrap_or(0) >= sg.min_available)
+                })
+                .count() as u32;
+            (n < min).then_some((policy, n, min))
+        })
     }
 
     /// Volcano's preemptable = reclaimable function.
@@ -75,6 +112,7 @@ impl Policy for Gang {
         P::JobReady,
         P::JobPipelined,
         P::JobStarving,
+        P::Evictable,
         P::Events,
     ];
 
@@ -98,6 +136,13 @@ impl Policy for Gang {
             v.retain(|e| e.1 > 0);
         }
         self.roles = roles;
+        let mut partitions: Vec<Vec<(u32, u32)>> = vec![Vec::new(); s.jobs()];
+        for m in s.snap.job_min_subgroups.iter().filter(|m| m.count > 0) {
+            if let Some(v) = partitions.get_mut(m.job as usize) {
+                v.push((m.role, m.count));
+            }
+        }
+        self.partitions = partitions;
         Ok(())
     }
 
@@ -110,6 +155,10 @@ impl Policy for Gang {
         if let Some((role, n, min)) = self.short_role(s, j, |t| is_valid(s.task_status(t))) {
             let role = s.str(role);
             return Some(format!("NotEnoughPodsOfTask: role {role:?} has {n} valid tasks, minTaskMember {min}"));
+        }
+        if let Some((policy, n, min)) = self.short_partition(s, j, true, |_| true) {
+            let policy = s.str(policy);
+            return Some(format!("NotEnoughSubGroups: policy {policy:?} has {n} subgroups, minSubGroups {min}"));
         }
         let (valid, min) = (s.job_valid[j as usize], s.job_min_available(j));
         let tasks = s.job_tasks(j).len();
@@ -130,15 +179,25 @@ impl Policy for Gang {
     }
 
     fn job_ready(&mut self, s: &Session, j: u32) -> bool {
-        self.short_role(s, j, |t| occupies(s, t, false)).is_none() && s.job_is_ready(j)
+        self.short_role(s, j, |t| occupies(s, t, false)).is_none()
+            && self.short_partition(s, j, false, |t| occupies(s, t, false)).is_none()
+            && s.job_is_ready(j)
     }
 
     fn job_pipelined(&mut self, s: &Session, j: u32) -> Vote {
-        if self.short_role(s, j, |t| occupies(s, t, true)).is_none() && s.job_is_pipelined(j) {
+        if self.short_role(s, j, |t| occupies(s, t, true)).is_none()
+            && self.short_partition(s, j, false, |t| occupies(s, t, true)).is_none()
+            && s.job_is_pipelined(j)
+        {
             Vote::Permit
         } else {
             Vote::Reject
         }
+    }
+
+    /// Gang eviction keeps gangs whole itself (bundles): every candidate.
+    fn evictable(&mut self, _: &Session, _: EvictionKind, _job: u32, _hn: u32, candidates: &[u32]) -> (Vec<u32>, Vote) {
+        (candidates.to_vec(), Vote::Permit)
     }
 
     fn job_starving(&mut self, s: &Session, j: u32) -> bool {
@@ -147,7 +206,9 @@ impl Policy for Gang {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Gang: job_valid, preemptable, reclaimable, job_order, job_ready, job_pipelined, job_starving);
+tephra_sdk::export_plugin!(
+    Gang: job_valid, preemptable, reclaimable, job_order, job_ready, job_pipelined, job_starving, evictable
+);
 
 #[cfg(test)]
 mod tests {

@@ -1,14 +1,14 @@
 //! Priority: higher-priority tasks and jobs go first and may preempt lower ones
 //! (Volcano's `priority` plugin, reference §8.2).
 
-use tephra_sdk::{ExtensionPoint as P, Policy, Session, Vote};
+use tephra_sdk::{EvictionKind, ExtensionPoint as P, Policy, Session, Vote};
 
 #[derive(Default)]
 pub struct Priority;
 
 impl Policy for Priority {
     const NAME: &'static str = "priority";
-    const POINTS: &'static [P] = &[P::TaskOrder, P::JobOrder, P::Preemptable, P::JobStarving];
+    const POINTS: &'static [P] = &[P::TaskOrder, P::JobOrder, P::Preemptable, P::JobStarving, P::Evictable];
 
     fn task_order(&mut self, s: &Session, t: u32) -> f64 {
         -(s.snap.task_priority[t as usize] as f64)
@@ -38,6 +38,20 @@ impl Policy for Priority {
     }
 
     /// Starving while any task is neither placed nor pipelined.
+    /// Gang preemption takes only lower-priority jobs; gang reclaim any.
+    fn evictable(
+        &mut self,
+        s: &Session,
+        kind: EvictionKind,
+        job: u32,
+        _hn: u32,
+        candidates: &[u32],
+    ) -> (Vec<u32>, Vote) {
+        let mine = s.snap.job_priority[job as usize];
+        let keep = |c: &u32| kind == EvictionKind::GangReclaim || s.snap.job_priority[s.task_job(*c) as usize] < mine;
+        (candidates.iter().copied().filter(keep).collect(), Vote::Permit)
+    }
+
     fn job_starving(&mut self, s: &Session, j: u32) -> bool {
         let i = j as usize;
         ((s.job_ready[i] + s.job_waiting[i]) as usize) < s.job_tasks(j).len()
@@ -45,7 +59,7 @@ impl Policy for Priority {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Priority: task_order, job_order, preemptable, job_starving);
+tephra_sdk::export_plugin!(Priority: task_order, job_order, preemptable, job_starving, evictable);
 
 #[cfg(test)]
 mod tests {

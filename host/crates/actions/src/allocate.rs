@@ -67,7 +67,11 @@ pub fn execute(ssn: &mut Session) {
         let mut tasks = worksheet.remove(&job).unwrap_or_default();
         let roles = failed_roles.entry(job).or_default();
         let mut roles = std::mem::take(roles);
-        let stmt = allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors, &mut classes);
+        let stmt = if super::topology::wants_domain(ssn, job) {
+            super::topology::allocate(ssn, job, &mut tasks)
+        } else {
+            allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors, &mut classes)
+        };
         failed_roles.insert(job, roles);
         if let Some((stmt, ready)) = stmt {
             if ready {

@@ -5,10 +5,12 @@ mod allocate;
 mod backfill;
 mod classes;
 mod enqueue;
+mod gang_evict;
 mod preempt;
 mod reclaim;
 mod reserve;
 mod shuffle;
+pub mod topology;
 mod victims;
 
 use std::cmp::{Ordering, Reverse};
@@ -39,6 +41,8 @@ pub fn action(kind: ActionKind) -> Action {
         ActionKind::Shuffle => shuffle::execute,
         ActionKind::Elect => reserve::elect,
         ActionKind::Reserve => reserve::reserve,
+        ActionKind::GangPreempt => gang_evict::preempt,
+        ActionKind::GangReclaim => gang_evict::reclaim,
     }
 }
 

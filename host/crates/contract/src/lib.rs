@@ -13,14 +13,24 @@ mod bindings {
     /// each point up in a component and calls only those it exports.
     pub mod current {
         wasmtime::component::bindgen!({
-            world: "tephra:scheduler/all-points@0.6.0",
+            world: "tephra:scheduler/all-points@0.7.0",
             path: "../../../wit",
             // Snapshots built two ways are compared in tests.
             additional_derives: [PartialEq],
         });
     }
 
-    /// Contract 0.5.0: the same types, one `policy` export.
+    /// Contract 0.6.0: the same points but `hypernode-order`, a snapshot
+    /// without the topology.
+    pub mod v0_6 {
+        wasmtime::component::bindgen!({
+            world: "tephra:scheduler/all-points@0.6.0",
+            path: "../../../wit",
+            with: { "tephra:scheduler/types@0.6.0": crate::legacy::types_0_6 },
+        });
+    }
+
+    /// Contract 0.5.0: 0.6.0's types, one `policy` export.
     pub mod v0_5 {
         wasmtime::component::bindgen!({
             world: "tephra:scheduler/plugin@0.5.0",
@@ -41,20 +51,67 @@ mod bindings {
 
 pub mod legacy;
 
-/// The contract's types (`interface types`): snapshot, events, answers; and
-/// what the host knows of a plugin ([`PluginInfo`], [`ExtensionPoint`]).
+/// The contract's types (`interface types`): snapshot, events, answers.
 pub mod types {
-    pub use super::bindings::current::tephra::scheduler0_6_0::types::*;
-    pub use super::legacy::types_0_5::{ExtensionPoint, PluginInfo};
+    pub use super::bindings::current::tephra::scheduler0_7_0::types::*;
 }
 pub use types::*;
+
+/// What a plugin says about itself as the host keeps it: its name in the
+/// scheduler config's tiers, its version, the contract it was built against
+/// and the points it implements (the interfaces it exports; listed by
+/// contracts before 0.6.0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PluginInfo {
+    pub name: String,
+    pub version: String,
+    pub contract: String,
+    pub points: Vec<ExtensionPoint>,
+}
+
+/// The extension points a plugin may implement (`events`: flush every
+/// event batch before `close-session`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExtensionPoint {
+    QueueOrder,
+    JobOrder,
+    TaskOrder,
+    VictimQueueOrder,
+    Predicate,
+    NodeOrder,
+    Overused,
+    Allocatable,
+    Preemptive,
+    JobValid,
+    JobReady,
+    JobPipelined,
+    JobEnqueueable,
+    JobEnqueued,
+    JobStarving,
+    Preemptable,
+    Reclaimable,
+    VictimTasks,
+    TargetJob,
+    ReservedNodes,
+    QueueStatus,
+    HypernodeOrder,
+    Evictable,
+    Events,
+}
 
 /// The worlds a plugin component may implement, with their host interfaces,
 /// for the runtime that instantiates components.
 pub mod world {
-    pub use super::bindings::current::exports::tephra::scheduler0_6_0 as points;
-    pub use super::bindings::current::tephra::scheduler0_6_0::host;
+    pub use super::bindings::current::exports::tephra::scheduler0_7_0 as points;
+    pub use super::bindings::current::tephra::scheduler0_7_0::host;
     pub use super::bindings::current::{AllPoints, AllPointsPre};
+
+    /// Contract 0.6.0's world.
+    pub mod v0_6 {
+        pub use crate::bindings::v0_6::exports::tephra::scheduler0_6_0 as points;
+        pub use crate::bindings::v0_6::tephra::scheduler0_6_0::host;
+        pub use crate::bindings::v0_6::{AllPoints, AllPointsPre};
+    }
 
     /// Contract 0.5.0's world.
     pub mod v0_5 {
@@ -70,10 +127,10 @@ pub mod world {
 }
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).
-pub const CONTRACT: &str = "0.6.0";
+pub const CONTRACT: &str = "0.7.0";
 
 /// Every contract version this host loads, newest first.
-pub const SUPPORTED: [&str; 3] = [CONTRACT, "0.5.0", "0.4.0"];
+pub const SUPPORTED: [&str; 4] = [CONTRACT, "0.6.0", "0.5.0", "0.4.0"];
 
 /// An extension point as the WIT spells it ("node-order"); for the current
 /// contract, also the name of the interface a plugin exports for it.
@@ -101,6 +158,8 @@ pub fn point_name(p: ExtensionPoint) -> &'static str {
         P::TargetJob => "target-job",
         P::ReservedNodes => "reserved-nodes",
         P::QueueStatus => "queue-status",
+        P::HypernodeOrder => "hypernode-order",
+        P::Evictable => "evictable",
         P::Events => "events",
     }
 }

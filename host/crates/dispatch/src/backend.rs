@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use tephra_contract::{Event, ExtensionPoint, Reason};
+use tephra_contract::{Event, EvictionKind, ExtensionPoint, Reason};
 use tephra_contract::{Fit, LockOwner, PluginInfo, QueueFigures, Snapshot, SnapshotDelta, Victims, Vote};
 use tephra_model::snapshot::Names;
 
@@ -32,6 +32,10 @@ pub enum Call<'a> {
     TargetJob(&'a [u32]),
     ReservedNodes(LockOwner, &'a [u32]),
     QueueStatus(&'a [u32]),
+    /// (job, subgroup or `none`, HyperNodes).
+    HypernodeOrder(u32, u32, &'a [u32]),
+    /// (kind, preemptor job, domain HyperNode, candidates).
+    Evictable(EvictionKind, u32, u32, &'a [u32]),
 }
 
 impl Call<'_> {
@@ -60,6 +64,8 @@ impl Call<'_> {
             Call::TargetJob(_) => P::TargetJob,
             Call::ReservedNodes(..) => P::ReservedNodes,
             Call::QueueStatus(_) => P::QueueStatus,
+            Call::HypernodeOrder(..) => P::HypernodeOrder,
+            Call::Evictable(..) => P::Evictable,
         }
     }
 }

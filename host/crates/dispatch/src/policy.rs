@@ -23,6 +23,7 @@ pub fn switch_for(point: P) -> Option<&'static str> {
         P::TaskOrder => "enableTaskOrder",
         P::Predicate => "enablePredicate",
         P::NodeOrder => "enableNodeOrder",
+        P::HypernodeOrder => "enabledHyperNodeOrder",
         P::Overused => "enabledOverused",
         P::Allocatable => "enabledAllocatable",
         P::Preemptive => "enablePreemptive",
@@ -35,7 +36,7 @@ pub fn switch_for(point: P) -> Option<&'static str> {
         P::VictimTasks => "enabledVictim",
         P::TargetJob => "enableTargetJob",
         P::ReservedNodes => "enableReservedNodes",
-        P::VictimQueueOrder | P::JobValid | P::QueueStatus | P::Events => return None,
+        P::VictimQueueOrder | P::JobValid | P::QueueStatus | P::Evictable | P::Events => return None,
     })
 }
 
@@ -539,6 +540,25 @@ impl Policies {
                 Err(format!("node-order answer out of contract (length or non-finite score): {other:?}"))
             }
             // Scores are no gate: the predicates already kept the nodes.
+            Reply::Closed => Ok(true),
+        });
+        total
+    }
+
+    /// HyperNode scores for a job's (or subgroup's) domain, summed over all
+    /// plugins.
+    pub fn hypernode_scores(&mut self, events: &[Event], job: u32, group: u32, hypernodes: &[u32]) -> Vec<f64> {
+        let mut total = vec![0.0; hypernodes.len()];
+        let n = hypernodes.len();
+        self.each(events, Call::HypernodeOrder(job, group, hypernodes), |_, _, a| match a {
+            Reply::Answer(Answer::Keys(k)) if k.len() == n && k.iter().all(|x| x.is_finite()) => {
+                total.iter_mut().zip(k).for_each(|(t, s)| *t += s);
+                Ok(true)
+            }
+            Reply::Answer(other) => {
+                Err(format!("hypernode-order answer out of contract (length or non-finite score): {other:?}"))
+            }
+            // The host's gradients already keep hard constraints.
             Reply::Closed => Ok(true),
         });
         total

@@ -69,6 +69,7 @@ pub fn implicit_group(pod: &ModelPod, name: &str) -> PodGroup {
         min_resources: Some(pod.requests.iter().map(|(k, v)| (k.clone(), v * f64::from(min))).collect()),
         priority_class: pod.priority_class.clone(),
         created: pod.created,
+        network_topology: tephra_model::topology::NetworkTopology::from_annotations(&pod.annotations),
         ..Default::default()
     }
 }

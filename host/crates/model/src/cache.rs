@@ -53,6 +53,8 @@ pub struct Basis {
     pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// What pods' volumes resolve to.
     pub(crate) storage: Storage,
+    /// The HyperNodes the topology columns were built from.
+    pub(crate) hypernodes: BTreeMap<String, crate::topology::HyperNode>,
     /// The label keys selectors read (what classes cover of labels).
     pub(crate) selector_keys: crate::snapshot::LabelKeys,
     /// Whether status overrides applied (a scenario's session: never kept).
@@ -140,6 +142,7 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         || b.classes != c.priority_classes
         || b.namespaces != c.namespaces
         || !b.storage.is(c)
+        || b.hypernodes != c.hypernodes
         || !unchanged(c.nodes.changes_since(nodes?))
         || !unchanged(c.queues.changes_since(queues?))
     {

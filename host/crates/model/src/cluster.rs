@@ -197,6 +197,10 @@ pub struct PodGroup {
     /// Set for PodGroups of a Volcano Job: pods are created from these
     /// templates once the group leaves Pending.
     pub job_templates: Vec<Pod>,
+    /// `spec.networkTopology`: how close in the network its tasks must sit.
+    pub network_topology: Option<crate::topology::NetworkTopology>,
+    /// `spec.subGroupPolicy`: partitions, each a gang of its own.
+    pub subgroups: Vec<crate::topology::SubGroupPolicy>,
 }
 
 /// `namespace/name`, built without the formatting machinery: the snapshot
@@ -341,6 +345,8 @@ pub struct Cluster {
     pub volumes: BTreeMap<String, Volume>,
     /// Per node (its CSINode), how many volumes each CSI driver can attach.
     pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
+    /// HyperNodes by name.
+    pub hypernodes: BTreeMap<String, crate::topology::HyperNode>,
 }
 
 /// A PersistentVolumeClaim: the volume it is bound to, if any.

@@ -17,10 +17,12 @@ pub enum ActionKind {
     Reclaim,
     Shuffle,
     Reserve,
+    GangPreempt,
+    GangReclaim,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 8] = [
+    pub const ALL: [ActionKind; 10] = [
         ActionKind::Enqueue,
         ActionKind::Elect,
         ActionKind::Allocate,
@@ -29,6 +31,8 @@ impl ActionKind {
         ActionKind::Reclaim,
         ActionKind::Shuffle,
         ActionKind::Reserve,
+        ActionKind::GangPreempt,
+        ActionKind::GangReclaim,
     ];
 
     /// The name in `actions: "..."`.
@@ -42,6 +46,8 @@ impl ActionKind {
             ActionKind::Reclaim => "reclaim",
             ActionKind::Shuffle => "shuffle",
             ActionKind::Reserve => "reserve",
+            ActionKind::GangPreempt => "gangpreempt",
+            ActionKind::GangReclaim => "gangreclaim",
         }
     }
 

@@ -16,5 +16,6 @@ pub mod resource;
 pub mod snapshot;
 pub mod synthetic;
 pub mod text;
+pub mod topology;
 pub mod tracked;
 pub mod validate;

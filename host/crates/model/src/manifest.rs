@@ -14,6 +14,7 @@ use serde_yaml::Value;
 use std::collections::BTreeMap;
 
 mod rules;
+pub mod topology;
 
 /// Simulator annotation: the object appears this many seconds into the run.
 pub const ARRIVE_AT: &str = "tephra.io/arrive-at";
@@ -39,6 +40,7 @@ pub enum Object {
     Volume(String, Volume),
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
+    HyperNode(crate::topology::HyperNode),
     Config(SchedulerConfig),
 }
 
@@ -56,6 +58,7 @@ impl Object {
             Object::Claim(k, _) => ("PersistentVolumeClaim", k.clone()),
             Object::Volume(n, _) => ("PersistentVolume", n.clone()),
             Object::AttachLimits(n, _) => ("CSINode", n.clone()),
+            Object::HyperNode(h) => ("HyperNode", h.name.clone()),
             Object::Config(_) => return None,
         })
     }
@@ -78,6 +81,9 @@ impl Object {
             }
             Object::AttachLimits(node, limits) => {
                 c.attach_limits.insert(node, limits);
+            }
+            Object::HyperNode(h) => {
+                c.hypernodes.insert(h.name.clone(), h);
             }
             other => return Some(other),
         }
@@ -570,6 +576,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 annotations,
                 condition: None,
                 job_templates: Vec::new(),
+                network_topology: topology::network_topology(at, v, "spec.networkTopology")?,
+                subgroups: topology::subgroups(at, v)?,
             })
         }
         "Pod" => {
@@ -611,6 +619,10 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         "Namespace" => {
             expect_api("v1")?;
             Object::Namespace(name, labels)
+        }
+        "HyperNode" => {
+            expect_api("topology.volcano.sh/v1alpha1")?;
+            Object::HyperNode(topology::hypernode(at, v, name)?)
         }
         "PersistentVolumeClaim" => {
             expect_api("v1")?;
@@ -658,7 +670,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
              Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; storage.k8s.io/v1 CSINode; \
              scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
-             scheduling.k8s.io/v1 PriorityClass)",
+             topology.volcano.sh/v1alpha1 HyperNode; scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
             at.object
         ),
@@ -680,13 +692,22 @@ fn vcjob(
     let scheduler = string(at, v, "spec.schedulerName")?.unwrap_or_else(|| "volcano".into());
     let mut templates = Vec::new();
     let mut min_task_member = BTreeMap::new();
+    let mut subgroups = Vec::new();
+    let mut default_min = 0;
     for (ti, task) in seq(at, v, "spec.tasks")?.iter().enumerate() {
         let tname = string(at, task, "name")?.unwrap_or_else(|| format!("default{ti}"));
         let tat = At { origin: at.origin, object: format!("{} task {tname}", at.object) };
         let replicas = count(&tat, task, "replicas")?.unwrap_or(1);
-        if let Some(m) = count(&tat, task, "minAvailable")? {
+        let partition = topology::partition(&tat, task, &tname, replicas)?;
+        let implied = partition.as_ref().and_then(|(_, m)| *m);
+        if let Some(m) = count(&tat, task, "minAvailable")?.or(implied) {
             min_task_member.insert(tname.clone(), m);
         }
+        let size = partition.as_ref().map(|(p, _)| p.size);
+        // Volcano's admission: a job without minAvailable needs the sum of
+        // its tasks' (each its replicas unless set or implied).
+        default_min += min_task_member.get(&tname).copied().unwrap_or(replicas);
+        subgroups.extend(partition.map(|(p, _)| p));
         if templates.len() as u64 + u64::from(replicas) > JOB_PODS_MAX {
             let why = format!("the job's tasks add up to more than {JOB_PODS_MAX} pods, the simulator's limit");
             return Err(tat.err("replicas", why));
@@ -704,6 +725,10 @@ fn vcjob(
             pod.annotations = map(&tat, tpl, "metadata.annotations")?;
             pod.estimated_ms = estimate(&tat, &pod.annotations)?;
             pod.labels = map(&tat, tpl, "metadata.labels")?;
+            if let Some(size) = size {
+                pod.labels.insert(topology::TASK_SPEC.into(), tname.clone());
+                pod.labels.insert(topology::PARTITION_ID.into(), (i / size).to_string());
+            }
             pod.preemptable = preemptable(&pod.annotations, &pod.labels);
             let spec = get(tpl, "spec").ok_or_else(|| tat.err("template.spec", "missing"))?;
             pod_spec(&tat, spec, &mut pod)?;
@@ -723,7 +748,7 @@ fn vcjob(
     if templates.is_empty() {
         return Err(at.err("spec.tasks", "a Volcano Job needs at least one task with replicas"));
     }
-    let min_member = count(at, v, "spec.minAvailable")?.unwrap_or(templates.len() as u32);
+    let min_member = count(at, v, "spec.minAvailable")?.unwrap_or(default_min);
     let mut min_resources = ResourceList::new();
     for p in templates.iter().take(min_member as usize) {
         for (k, q) in &p.requests {
@@ -744,7 +769,21 @@ fn vcjob(
         annotations,
         condition: None,
         job_templates: templates,
+        network_topology: topology::network_topology(at, v, "spec.networkTopology")?,
+        subgroups,
     }))
+}
+
+/// A PodGroup spec's `networkTopology` and `subGroupPolicy` (for scenario
+/// files, which give PodGroups in short form); `object` names it in errors.
+pub fn podgroup_topology(
+    spec: &Value,
+    origin: &str,
+    object: &str,
+) -> Result<(Option<crate::topology::NetworkTopology>, Vec<crate::topology::SubGroupPolicy>)> {
+    let at = At { origin, object: object.to_string() };
+    let v = Value::Mapping([(Value::from("spec"), spec.clone())].into_iter().collect());
+    Ok((topology::network_topology(&at, &v, "spec.networkTopology")?, topology::subgroups(&at, &v)?))
 }
 
 /// Reads and parses files; a missing or unreadable file is an error naming it.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tephra_contract::{Image, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
 
 mod rules;
+mod topology;
 pub use rules::{classless, rising, selects, volatile, LabelKeys};
 
 /// A map keyed by names, hashed fast: the snapshot build looks names up
@@ -99,6 +100,14 @@ pub struct Extra {
     pub job_tasks: Vec<Vec<u32>>,
     pub job_roles: Vec<BTreeMap<u32, u32>>,
     pub queue_created: Vec<i64>,
+    /// The HyperNode tree the snapshot's topology columns come from.
+    pub topology: Arc<crate::topology::Tree>,
+    /// Why the HyperNodes form no usable tree (jobs with a topology wait).
+    pub topology_error: Option<String>,
+    /// Per subgroup, its tasks.
+    pub subgroup_tasks: Vec<Vec<u32>>,
+    /// Per job, its subgroups.
+    pub job_subgroups: Vec<Vec<u32>>,
 }
 
 /// A snapshot built without its plugins: what [`build`] makes from a
@@ -450,12 +459,14 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     }
     residents.append(&mut snap);
     rules::attach_limits(&mut strings, cluster, &mut snap, &node_index);
+    topology::columns(&mut strings, cluster, &mut snap, &mut extra);
     snap.strings = strings.strings;
     snap.now_ms = now_ms;
     basis.marks = Marks::of(cluster);
     basis.classes = cluster.priority_classes.clone();
     basis.namespaces = cluster.namespaces.clone();
     basis.storage = crate::cache::Storage::of(cluster);
+    basis.hypernodes = cluster.hypernodes.clone();
     basis.selector_keys = keys;
     basis.job_sig = job_sig;
     basis.overrides = !overrides.is_empty();
@@ -560,6 +571,15 @@ pub fn empty_snapshot(dims: Vec<String>) -> Snapshot {
         task_images: vec![],
         pod_attachments: vec![],
         node_attach_limits: vec![],
+        hypernode_name: vec![],
+        hypernode_tier: vec![],
+        hypernode_parent: vec![],
+        node_hypernode: vec![],
+        job_highest_tier: vec![],
+        job_topology: vec![],
+        subgroups: vec![],
+        task_subgroup: vec![],
+        job_min_subgroups: vec![],
     }
 }
 

@@ -6,8 +6,9 @@
 
 use crate::engine::State;
 use anyhow::{anyhow, Result};
-use tephra_contract::legacy::{delta_0_4, snapshot_0_4};
-use tephra_contract::world::{points, v0_4, v0_5};
+use tephra_contract::legacy::{delta_0_4, info_0_5, snapshot_0_4, snapshot_0_6};
+use tephra_contract::world::v0_6::points as points_0_6;
+use tephra_contract::world::{points, v0_4, v0_5, v0_6};
 use tephra_contract::{Event, ExtensionPoint, PluginInfo, Reason, Snapshot, SnapshotDelta};
 use tephra_dispatch::backend::{Answer, Call};
 use wasmtime::component::{Component, InstancePre, Linker};
@@ -18,33 +19,33 @@ type Args<'a> = &'a [(String, String)];
 /// Declares, for the current contract, the export lookup (before
 /// instantiation) and the loaded exports of an instance: `session`, and
 /// each point interface when the component exports it.
-macro_rules! current {
-    ($($field:ident: $point:ident),* $(,)?) => {
-        /// Where the current contract's exports are in a component.
+macro_rules! per_point {
+    ($indices:ident, $exports:ident, $points:ident, $version:expr; $($field:ident: $point:ident),* $(,)?) => {
+        /// Where a per-point contract's exports are in a component.
         #[derive(Clone)]
-        pub struct Indices {
-            session: points::session::GuestIndices,
-            $($field: Option<points::$field::GuestIndices>,)*
+        pub struct $indices {
+            session: $points::session::GuestIndices,
+            $($field: Option<$points::$field::GuestIndices>,)*
         }
 
-        /// The current contract's exports of one instance.
-        pub struct Exports {
-            session: points::session::Guest,
-            $($field: Option<points::$field::Guest>,)*
+        /// A per-point contract's exports of one instance.
+        pub struct $exports {
+            session: $points::session::Guest,
+            $($field: Option<$points::$field::Guest>,)*
         }
 
-        impl Indices {
-            fn new(pre: &InstancePre<State>) -> wasmtime::Result<Indices> {
-                Ok(Indices {
-                    session: points::session::GuestIndices::new(pre)?,
-                    $($field: exported(pre, stringify!($field))
-                        .then(|| points::$field::GuestIndices::new(pre))
+        impl $indices {
+            fn new(pre: &InstancePre<State>) -> wasmtime::Result<$indices> {
+                Ok($indices {
+                    session: $points::session::GuestIndices::new(pre)?,
+                    $($field: exported(pre, stringify!($field), $version)
+                        .then(|| $points::$field::GuestIndices::new(pre))
                         .transpose()?,)*
                 })
             }
 
-            fn load(&self, store: &mut Store<State>, i: &wasmtime::component::Instance) -> wasmtime::Result<Exports> {
-                Ok(Exports {
+            fn load(&self, store: &mut Store<State>, i: &wasmtime::component::Instance) -> wasmtime::Result<$exports> {
+                Ok($exports {
                     session: self.session.load(&mut *store, i)?,
                     $($field: self.$field.as_ref().map(|x| x.load(&mut *store, i)).transpose()?,)*
                 })
@@ -60,7 +61,16 @@ macro_rules! current {
     };
 }
 
-current!(
+/// Declares both per-point contracts' lookups with the points they share,
+/// and `$more` that only the newer has.
+macro_rules! both {
+    ($($field:ident: $point:ident),* ; $($more:ident: $mpoint:ident),*) => {
+        per_point!(Indices, Exports, points, tephra_contract::CONTRACT; $($field: $point,)* $($more: $mpoint,)*);
+        per_point!(Indices0_6, Exports0_6, points_0_6, "0.6.0"; $($field: $point,)*);
+    };
+}
+
+both!(
     queue_order: QueueOrder,
     job_order: JobOrder,
     task_order: TaskOrder,
@@ -81,13 +91,15 @@ current!(
     victim_tasks: VictimTasks,
     target_job: TargetJob,
     reserved_nodes: ReservedNodes,
-    queue_status: QueueStatus,
+    queue_status: QueueStatus;
+    hypernode_order: HypernodeOrder,
+    evictable: Evictable
 );
 
-/// Whether the component exports the current contract's interface for
-/// `field` (`node_order` → `tephra:scheduler/node-order@0.6.0`).
-fn exported(pre: &InstancePre<State>, field: &str) -> bool {
-    let name = format!("tephra:scheduler/{}@{}", field.replace('_', "-"), tephra_contract::CONTRACT);
+/// Whether the component exports contract `version`'s interface for
+/// `field` (`node_order` → `tephra:scheduler/node-order@0.7.0`).
+fn exported(pre: &InstancePre<State>, field: &str, version: &str) -> bool {
+    let name = format!("tephra:scheduler/{}@{version}", field.replace('_', "-"));
     pre.component().get_export_index(None, &name).is_some()
 }
 
@@ -95,6 +107,7 @@ fn exported(pre: &InstancePre<State>, field: &str) -> bool {
 #[derive(Clone)]
 pub enum Pre {
     Current(InstancePre<State>, Indices),
+    V0_6(InstancePre<State>, Indices0_6),
     V0_5(v0_5::PluginPre<State>),
     V0_4(v0_4::PluginPre<State>),
 }
@@ -102,14 +115,15 @@ pub enum Pre {
 /// One instance's exports, by contract version.
 pub enum Instance {
     Current(Exports),
+    V0_6(Exports0_6),
     V0_5(v0_5::Plugin),
     V0_4(v0_4::Plugin),
 }
 
-/// The export that marks a component of contract `version`: the current
-/// contract's `session`, an earlier one's `policy`.
+/// The export that marks a component of contract `version`: `session`
+/// from 0.6.0 on, an earlier one's `policy`.
 fn marker(version: &str) -> String {
-    let interface = if version == tephra_contract::CONTRACT { "session" } else { "policy" };
+    let interface = if matches!(version, "0.5.0" | "0.4.0") { "policy" } else { "session" };
     format!("tephra:scheduler/{interface}@{version}")
 }
 
@@ -124,6 +138,10 @@ impl Pre {
         Ok(match version {
             "0.5.0" => Pre::V0_5(v0_5::PluginPre::new(pre)?),
             "0.4.0" => Pre::V0_4(v0_4::PluginPre::new(pre)?),
+            "0.6.0" => {
+                let indices = Indices0_6::new(&pre)?;
+                Pre::V0_6(pre, indices)
+            }
             _ => {
                 let indices = Indices::new(&pre)?;
                 Pre::Current(pre, indices)
@@ -136,6 +154,10 @@ impl Pre {
             Pre::Current(pre, indices) => {
                 let i = pre.instantiate(&mut *store)?;
                 Instance::Current(indices.load(store, &i)?)
+            }
+            Pre::V0_6(pre, indices) => {
+                let i = pre.instantiate(&mut *store)?;
+                Instance::V0_6(indices.load(store, &i)?)
             }
             Pre::V0_5(pre) => Instance::V0_5(pre.instantiate(store)?),
             Pre::V0_4(pre) => Instance::V0_4(pre.instantiate(store)?),
@@ -154,8 +176,16 @@ impl Pre {
                 }
                 PluginInfo { name: i.name, version: i.version, contract: i.contract, points }
             }
-            (_, Instance::V0_5(p)) => p.tephra_scheduler0_5_0_policy().call_info(store)?,
-            (_, Instance::V0_4(p)) => p.tephra_scheduler0_4_0_policy().call_info(store)?,
+            (Pre::V0_6(_, indices), Instance::V0_6(x)) => {
+                let i = x.session.call_info(store)?;
+                let mut points = indices.points();
+                if i.flush_events {
+                    points.push(ExtensionPoint::Events);
+                }
+                PluginInfo { name: i.name, version: i.version, contract: i.contract, points }
+            }
+            (_, Instance::V0_5(p)) => info_0_5(p.tephra_scheduler0_5_0_policy().call_info(store)?),
+            (_, Instance::V0_4(p)) => info_0_5(p.tephra_scheduler0_4_0_policy().call_info(store)?),
             _ => unreachable!("an instance comes from its own Pre"),
         })
     }
@@ -204,6 +234,8 @@ macro_rules! legacy_call {
             Call::TargetJob(jobs) => Answer::Id(p.call_target_job(s, jobs)?),
             Call::ReservedNodes(owner, c) => Answer::Reserved(p.call_reserved_nodes(s, owner, c)?),
             Call::QueueStatus(q) => Answer::QueueStatus(p.call_queue_status(s, q)?),
+            Call::HypernodeOrder(..) => return Err(missing("hypernode_order")),
+            Call::Evictable(..) => return Err(missing("evictable")),
         }
     }};
 }
@@ -214,6 +246,10 @@ macro_rules! each {
     ($self:expr, |$p:ident| $body:expr) => {
         match $self {
             Instance::Current(x) => {
+                let $p = &x.session;
+                $body
+            }
+            Instance::V0_6(x) => {
                 let $p = &x.session;
                 $body
             }
@@ -229,6 +265,45 @@ macro_rules! each {
     };
 }
 
+/// Every call of a per-point contract's exports `$x`, with `$more` arms
+/// for the points only some versions have.
+macro_rules! point_call {
+    ($x:ident, $s:ident, $call:expr, { $($more:tt)* }) => {{
+        let x = $x;
+        match $call {
+            Call::QueueOrder(ids) => Answer::Keys(point!(x, queue_order).call_queue_order($s, ids)?),
+            Call::JobOrder(ids) => Answer::Keys(point!(x, job_order).call_job_order($s, ids)?),
+            Call::TaskOrder(ids) => Answer::Keys(point!(x, task_order).call_task_order($s, ids)?),
+            Call::VictimQueueOrder(ids, q) => {
+                Answer::Keys(point!(x, victim_queue_order).call_victim_queue_order($s, ids, q)?)
+            }
+            Call::Predicate(t, nodes) => Answer::Fit(point!(x, predicate).call_predicate($s, t, nodes)?),
+            Call::NodeOrder(t, nodes) => Answer::Keys(point!(x, node_order).call_node_order($s, t, nodes)?),
+            Call::Overused(q) => Answer::Bool(point!(x, overused).call_overused($s, q)?),
+            Call::Allocatable(q, t) => Answer::Bool(point!(x, allocatable).call_allocatable($s, q, t)?),
+            Call::Preemptive(q, t) => Answer::Bool(point!(x, preemptive).call_preemptive($s, q, t)?),
+            Call::JobValid(j) => Answer::Invalid(point!(x, job_valid).call_job_valid($s, j)?),
+            Call::JobReady(j) => Answer::Bool(point!(x, job_ready).call_job_ready($s, j)?),
+            Call::JobPipelined(j) => Answer::Vote(point!(x, job_pipelined).call_job_pipelined($s, j)?),
+            Call::JobEnqueueable(j) => Answer::Vote(point!(x, job_enqueueable).call_job_enqueueable($s, j)?),
+            Call::JobEnqueued(j) => {
+                point!(x, job_enqueued).call_job_enqueued($s, j)?;
+                Answer::Unit
+            }
+            Call::JobStarving(j) => Answer::Bool(point!(x, job_starving).call_job_starving($s, j)?),
+            Call::Preemptable(t, c) => Answer::Victims(point!(x, preemptable).call_preemptable($s, t, c)?),
+            Call::Reclaimable(t, c) => Answer::Victims(point!(x, reclaimable).call_reclaimable($s, t, c)?),
+            Call::VictimTasks(c) => Answer::Ids(point!(x, victim_tasks).call_victim_tasks($s, c)?),
+            Call::TargetJob(jobs) => Answer::Id(point!(x, target_job).call_target_job($s, jobs)?),
+            Call::ReservedNodes(owner, c) => {
+                Answer::Reserved(point!(x, reserved_nodes).call_reserved_nodes($s, owner, c)?)
+            }
+            Call::QueueStatus(q) => Answer::QueueStatus(point!(x, queue_status).call_queue_status($s, q)?),
+            $($more)*
+        }
+    }};
+}
+
 impl Instance {
     pub fn open_session(
         &self,
@@ -238,7 +313,8 @@ impl Instance {
     ) -> wasmtime::Result<Result<(), String>> {
         match self {
             Instance::Current(x) => x.session.call_open_session(s, snap, args),
-            Instance::V0_5(i) => i.tephra_scheduler0_5_0_policy().call_open_session(s, snap, args),
+            Instance::V0_6(x) => x.session.call_open_session(s, &snapshot_0_6(snap), args),
+            Instance::V0_5(i) => i.tephra_scheduler0_5_0_policy().call_open_session(s, &snapshot_0_6(snap), args),
             Instance::V0_4(i) => i.tephra_scheduler0_4_0_policy().call_open_session(s, &snapshot_0_4(snap), args),
         }
     }
@@ -251,6 +327,7 @@ impl Instance {
     ) -> wasmtime::Result<Result<bool, String>> {
         match self {
             Instance::Current(x) => x.session.call_update_session(s, delta, args),
+            Instance::V0_6(x) => x.session.call_update_session(s, delta, args),
             Instance::V0_5(i) => i.tephra_scheduler0_5_0_policy().call_update_session(s, delta, args),
             Instance::V0_4(i) => i.tephra_scheduler0_4_0_policy().call_update_session(s, &delta_0_4(delta), args),
         }
@@ -271,6 +348,7 @@ impl Instance {
     pub fn predicate_node(&self, s: &mut Store<State>, task: u32, node: u32) -> wasmtime::Result<u32> {
         match self {
             Instance::Current(x) => point!(x, predicate).call_predicate_node(s, task, node),
+            Instance::V0_6(x) => point!(x, predicate).call_predicate_node(s, task, node),
             Instance::V0_5(i) => i.tephra_scheduler0_5_0_policy().call_predicate_node(s, task, node),
             Instance::V0_4(i) => i.tephra_scheduler0_4_0_policy().call_predicate_node(s, task, node),
         }
@@ -279,6 +357,7 @@ impl Instance {
     pub fn explain(&self, s: &mut Store<State>, code: u32) -> wasmtime::Result<Reason> {
         match self {
             Instance::Current(x) => point!(x, predicate).call_explain(s, code),
+            Instance::V0_6(x) => point!(x, predicate).call_explain(s, code),
             Instance::V0_5(i) => i.tephra_scheduler0_5_0_policy().call_explain(s, code),
             Instance::V0_4(i) => i.tephra_scheduler0_4_0_policy().call_explain(s, code),
         }
@@ -287,6 +366,7 @@ impl Instance {
     pub fn node_score(&self, s: &mut Store<State>, task: u32, node: u32) -> wasmtime::Result<f64> {
         match self {
             Instance::Current(x) => point!(x, node_order).call_node_score(s, task, node),
+            Instance::V0_6(x) => point!(x, node_order).call_node_score(s, task, node),
             Instance::V0_5(i) => i.tephra_scheduler0_5_0_policy().call_node_score(s, task, node),
             Instance::V0_4(i) => i.tephra_scheduler0_4_0_policy().call_node_score(s, task, node),
         }
@@ -294,40 +374,19 @@ impl Instance {
 
     /// A batched call of any point.
     pub fn call(&self, s: &mut Store<State>, call: Call<'_>) -> wasmtime::Result<Answer> {
-        let x = match self {
-            Instance::Current(x) => x,
-            Instance::V0_5(i) => return Ok(legacy_call!(i.tephra_scheduler0_5_0_policy(), s, call)),
-            Instance::V0_4(i) => return Ok(legacy_call!(i.tephra_scheduler0_4_0_policy(), s, call)),
-        };
-        Ok(match call {
-            Call::QueueOrder(ids) => Answer::Keys(point!(x, queue_order).call_queue_order(s, ids)?),
-            Call::JobOrder(ids) => Answer::Keys(point!(x, job_order).call_job_order(s, ids)?),
-            Call::TaskOrder(ids) => Answer::Keys(point!(x, task_order).call_task_order(s, ids)?),
-            Call::VictimQueueOrder(ids, q) => {
-                Answer::Keys(point!(x, victim_queue_order).call_victim_queue_order(s, ids, q)?)
-            }
-            Call::Predicate(t, nodes) => Answer::Fit(point!(x, predicate).call_predicate(s, t, nodes)?),
-            Call::NodeOrder(t, nodes) => Answer::Keys(point!(x, node_order).call_node_order(s, t, nodes)?),
-            Call::Overused(q) => Answer::Bool(point!(x, overused).call_overused(s, q)?),
-            Call::Allocatable(q, t) => Answer::Bool(point!(x, allocatable).call_allocatable(s, q, t)?),
-            Call::Preemptive(q, t) => Answer::Bool(point!(x, preemptive).call_preemptive(s, q, t)?),
-            Call::JobValid(j) => Answer::Invalid(point!(x, job_valid).call_job_valid(s, j)?),
-            Call::JobReady(j) => Answer::Bool(point!(x, job_ready).call_job_ready(s, j)?),
-            Call::JobPipelined(j) => Answer::Vote(point!(x, job_pipelined).call_job_pipelined(s, j)?),
-            Call::JobEnqueueable(j) => Answer::Vote(point!(x, job_enqueueable).call_job_enqueueable(s, j)?),
-            Call::JobEnqueued(j) => {
-                point!(x, job_enqueued).call_job_enqueued(s, j)?;
-                Answer::Unit
-            }
-            Call::JobStarving(j) => Answer::Bool(point!(x, job_starving).call_job_starving(s, j)?),
-            Call::Preemptable(t, c) => Answer::Victims(point!(x, preemptable).call_preemptable(s, t, c)?),
-            Call::Reclaimable(t, c) => Answer::Victims(point!(x, reclaimable).call_reclaimable(s, t, c)?),
-            Call::VictimTasks(c) => Answer::Ids(point!(x, victim_tasks).call_victim_tasks(s, c)?),
-            Call::TargetJob(jobs) => Answer::Id(point!(x, target_job).call_target_job(s, jobs)?),
-            Call::ReservedNodes(owner, c) => {
-                Answer::Reserved(point!(x, reserved_nodes).call_reserved_nodes(s, owner, c)?)
-            }
-            Call::QueueStatus(q) => Answer::QueueStatus(point!(x, queue_status).call_queue_status(s, q)?),
+        Ok(match self {
+            Instance::Current(x) => point_call!(x, s, call, {
+                Call::HypernodeOrder(j, g, hns) => {
+                    Answer::Keys(point!(x, hypernode_order).call_hypernode_order(s, j, g, hns)?)
+                }
+                Call::Evictable(k, j, h, c) => Answer::Victims(point!(x, evictable).call_evictable(s, k, j, h, c)?),
+            }),
+            Instance::V0_6(x) => point_call!(x, s, call, {
+                Call::HypernodeOrder(..) => return Err(missing("hypernode_order")),
+                Call::Evictable(..) => return Err(missing("evictable")),
+            }),
+            Instance::V0_5(i) => legacy_call!(i.tephra_scheduler0_5_0_policy(), s, call),
+            Instance::V0_4(i) => legacy_call!(i.tephra_scheduler0_4_0_policy(), s, call),
         })
     }
 }
@@ -337,6 +396,8 @@ pub fn link(linker: &mut Linker<State>) -> Result<()> {
     use wasmtime::component::HasSelf;
     tephra_contract::world::AllPoints::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
         .map_err(|e| anyhow!("linking host interface {}: {e}", tephra_contract::CONTRACT))?;
+    v0_6::AllPoints::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+        .map_err(|e| anyhow!("linking host interface 0.6.0: {e}"))?;
     v0_5::Plugin::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
         .map_err(|e| anyhow!("linking host interface 0.5.0: {e}"))?;
     v0_4::Plugin::add_to_linker::<State, HasSelf<State>>(linker, |s| s)

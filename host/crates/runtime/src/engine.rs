@@ -197,6 +197,7 @@ macro_rules! legacy_host {
         }
     };
 }
+legacy_host!(v0_6);
 legacy_host!(v0_5);
 legacy_host!(v0_4);
 

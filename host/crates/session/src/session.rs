@@ -83,6 +83,8 @@ pub struct Session {
     pub scan_start: usize,
     /// Reservation bookkeeping beside the snapshot's lock columns.
     pub locks: Locks,
+    /// The HyperNodes chosen as domains: (job, subgroup or `NONE`, HyperNode).
+    pub domains: Vec<(u32, u32, u32)>,
     /// What the next session needs to start from this one.
     basis: Basis,
 }
@@ -155,6 +157,7 @@ impl Session {
             nodes_percentage: 0,
             scan_start: 0,
             locks: Default::default(),
+            domains: Vec::new(),
             basis,
         };
         s.restore_locks(reservations);
@@ -421,6 +424,7 @@ impl Session {
             queue_status,
             reservations,
             reservation_status,
+            domains: self.domains,
         };
         let kept = Built {
             snap: self.snap,
@@ -457,6 +461,8 @@ pub struct Outcome {
     pub reservations: Reservations,
     /// Every reserving queue's `status.reservation`.
     pub reservation_status: Vec<QueueReservation>,
+    /// The HyperNodes chosen as domains: (job, subgroup or `NONE`, HyperNode).
+    pub domains: Vec<(u32, u32, u32)>,
 }
 
 /// Whether `room` is short of `req` beyond Volcano's tolerance (a NaN is).

@@ -23,6 +23,9 @@ pub struct CycleReport {
     pub evictions: Vec<(String, String, String)>,
     /// (pod, node): reserved this cycle, not bound.
     pub pipelined: Vec<(String, String)>,
+    /// (job or job's subgroup, HyperNode and tier): where a topology-aware
+    /// placement put it.
+    pub domains: Vec<(String, String)>,
     /// (podgroup, new phase)
     pub phases: Vec<(String, String)>,
     pub queues: Vec<QueueRow>,
@@ -91,6 +94,9 @@ impl CycleReport {
         }
         for (p, n) in &self.pipelined {
             line("pipelined", format!("{p} → {n} (waits for resources being freed)"));
+        }
+        for (j, h) in &self.domains {
+            line("domain", format!("{j} → {h}"));
         }
         for (p, n, why) in &self.evictions {
             line("evict", format!("{p} on {n}: {why}"));

@@ -224,6 +224,7 @@ impl Sim {
                 min_resources: Some(p.requests.clone()),
                 priority_class: p.priority_class.clone(),
                 created: p.created,
+                network_topology: tephra_model::topology::NetworkTopology::from_annotations(&p.annotations),
                 ..Default::default()
             });
         }
@@ -298,6 +299,17 @@ impl Sim {
     fn apply_decisions(&mut self, c: &mut Cluster, out: &Outcome) {
         let r = &mut self.report;
         let names = &out.names;
+        let tree = &out.extra.topology;
+        for &(job, group, hn) in &out.domains {
+            let mut who = names.jobs[job as usize].clone();
+            if group != tephra_session::session::NONE {
+                let tasks = &out.extra.subgroup_tasks[group as usize];
+                let first = tasks.first().map(|&t| names.tasks[t as usize].as_str()).unwrap_or("");
+                who = format!("{who} (subgroup of {first})");
+            }
+            let h = hn as usize;
+            r.domains.push((who, format!("HyperNode {} (tier {})", tree.names[h], tree.tiers[h])));
+        }
         for d in &out.decisions {
             match d {
                 Decision::Bind { task, node } => {

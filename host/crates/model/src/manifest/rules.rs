@@ -114,7 +114,7 @@ fn requirement(at: &At, e: &Value, path: &str, ops: &[&str]) -> Result<MatchExpr
 }
 
 /// A `LabelSelector` at `key` of `v`: `None` when absent.
-fn selector(at: &At, v: &Value, key: &str, path: &str) -> Result<Selector> {
+pub(super) fn selector(at: &At, v: &Value, key: &str, path: &str) -> Result<Selector> {
     let Some(s) = get(v, key) else { return Ok(None) };
     let path = format!("{path}.{key}");
     let mut out: Vec<MatchExpr> = super::map(at, s, "matchLabels")?

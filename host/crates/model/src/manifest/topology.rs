@@ -1,0 +1,247 @@
+//! HyperNodes, and the network-topology fields of PodGroups and Volcano Jobs,
+//! read as Volcano's CRDs and admission checks have them.
+
+use super::{count, get, int, map, seq, string, At};
+use crate::topology::{HyperNode, Member, NetworkTopology, NodeSelector, SubGroupPolicy};
+use anyhow::Result;
+use serde_yaml::Value;
+
+/// The label a Volcano Job's partitioned pods carry: their partition.
+pub const PARTITION_ID: &str = "volcano.sh/partition-id";
+/// The label naming a Volcano Job pod's task.
+pub const TASK_SPEC: &str = "volcano.sh/task-spec";
+
+/// A `topology.volcano.sh/v1alpha1` HyperNode.
+pub(super) fn hypernode(at: &At, v: &Value, name: String) -> Result<HyperNode> {
+    let tier = int(at, v, "spec.tier")?.ok_or_else(|| at.err("spec.tier", "missing"))?;
+    let tier = u32::try_from(tier).map_err(|_| at.err("spec.tier", format!("{tier} is not a tier (0 or more)")))?;
+    let members = seq(at, v, "spec.members")?;
+    if members.is_empty() {
+        return Err(at.err("spec.members", "a HyperNode needs at least one member"));
+    }
+    let mut out = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        let path = format!("spec.members[{i}]");
+        let kind = string(at, m, "type")?.unwrap_or_default();
+        let sel = get(m, "selector").ok_or_else(|| at.err(&format!("{path}.selector"), "missing"))?;
+        let exact = string(at, sel, "exactMatch.name")?;
+        let regex = string(at, sel, "regexMatch.pattern")?;
+        let labels = get(sel, "labelMatch");
+        let given = [exact.is_some(), regex.is_some(), labels.is_some()].iter().filter(|b| **b).count();
+        if given != 1 {
+            let why = "needs exactly one of exactMatch, regexMatch and labelMatch";
+            return Err(at.err(&format!("{path}.selector"), why));
+        }
+        let selector = if let Some(name) = exact {
+            if name.is_empty() {
+                return Err(at.err(&format!("{path}.selector.exactMatch.name"), "empty"));
+            }
+            NodeSelector::Exact(name)
+        } else if let Some(p) = regex {
+            let re = regex::Regex::new(&p).map_err(|e| {
+                // The parser's message spans lines; its last says what is wrong.
+                let text = e.to_string();
+                let why = text.lines().last().unwrap_or_default().trim_start_matches("error: ").to_string();
+                at.err(
+                    &format!("{path}.selector.regexMatch.pattern"),
+                    format!("{p:?} is not a regular expression: {why}"),
+                )
+            })?;
+            NodeSelector::Regex(re)
+        } else {
+            let sel = super::rules::selector(at, sel, "labelMatch", &format!("{path}.selector"))?.unwrap_or_default();
+            if sel.is_empty() {
+                // Volcano's member resolution: an empty labelMatch picks nothing.
+                return Err(at.err(&format!("{path}.selector.labelMatch"), "selects no labels"));
+            }
+            NodeSelector::Labels(sel)
+        };
+        out.push(match (kind.as_str(), selector) {
+            ("Node", s) => Member::Nodes(s),
+            ("HyperNode", NodeSelector::Exact(n)) => Member::HyperNode(n),
+            ("HyperNode", _) => {
+                return Err(at.err(&format!("{path}.selector"), "a HyperNode member is named by exactMatch"));
+            }
+            (other, _) => return Err(at.err(&format!("{path}.type"), format!("{other:?} is not Node or HyperNode"))),
+        });
+    }
+    let tier_name = string(at, v, "spec.tierName")?.unwrap_or_default();
+    Ok(HyperNode { name, tier, tier_name, members: out })
+}
+
+/// A `networkTopology` at `path` of `v`.
+pub(super) fn network_topology(at: &At, v: &Value, path: &str) -> Result<Option<NetworkTopology>> {
+    let Some(nt) = get(v, path) else { return Ok(None) };
+    if nt.is_null() {
+        return Ok(None);
+    }
+    let soft = match string(at, nt, "mode")?.as_deref() {
+        None | Some("hard") => false,
+        Some("soft") => true,
+        Some(m) => return Err(at.err(&format!("{path}.mode"), format!("{m:?} is not hard or soft"))),
+    };
+    let highest_tier = int(at, nt, "highestTierAllowed")?
+        .map(|t| u32::try_from(t).map_err(|_| at.err(&format!("{path}.highestTierAllowed"), "must be 0 or more")))
+        .transpose()?;
+    let highest_tier_name = string(at, nt, "highestTierName")?.filter(|n| !n.is_empty());
+    if highest_tier.is_some() && highest_tier_name.is_some() {
+        // Volcano's admission refuses both at once.
+        let why = "must not specify 'highestTierAllowed' and 'highestTierName' simultaneously";
+        return Err(at.err(path, why));
+    }
+    Ok(Some(NetworkTopology { soft, highest_tier, highest_tier_name }))
+}
+
+/// A PodGroup's `spec.subGroupPolicy`.
+pub(super) fn subgroups(at: &At, v: &Value) -> Result<Vec<SubGroupPolicy>> {
+    let mut out = Vec::new();
+    for (i, p) in seq(at, v, "spec.subGroupPolicy")?.iter().enumerate() {
+        let path = format!("spec.subGroupPolicy[{i}]");
+        let name = string(at, p, "name")?.ok_or_else(|| at.err(&format!("{path}.name"), "missing"))?;
+        let size = count(at, p, "subGroupSize")?.unwrap_or(1);
+        if size == 0 {
+            return Err(at.err(&format!("{path}.subGroupSize"), "must be at least 1"));
+        }
+        out.push(SubGroupPolicy {
+            name,
+            size,
+            min_subgroups: count(at, p, "minSubGroups")?.unwrap_or(0),
+            selector: map(at, p, "labelSelector.matchLabels")?,
+            match_label_keys: seq(at, p, "matchLabelKeys")?.iter().filter_map(crate::config::scalar_string).collect(),
+            topology: network_topology(at, p, "networkTopology")?,
+        });
+    }
+    Ok(out)
+}
+
+/// A Volcano Job task's `partitionPolicy`, as its job controller turns it
+/// into a subgroup policy (pods labelled with their partition) after its
+/// admission checks; with the task's minAvailable it implies.
+pub(super) fn partition(
+    at: &At,
+    task: &Value,
+    name: &str,
+    replicas: u32,
+) -> Result<Option<(SubGroupPolicy, Option<u32>)>> {
+    if get(task, "partitionPolicy").is_none() {
+        return Ok(None);
+    }
+    let total = count(at, task, "partitionPolicy.totalPartitions")?.unwrap_or(0);
+    let size = count(at, task, "partitionPolicy.partitionSize")?.unwrap_or(0);
+    if total == 0 || size == 0 {
+        return Err(at.err("partitionPolicy", "totalPartitions and partitionSize must be at least 1"));
+    }
+    if total * size != replicas {
+        let why = format!("replicas ({replicas}) must equal totalPartitions × partitionSize ({total} × {size})");
+        return Err(at.err("partitionPolicy", why));
+    }
+    let min = count(at, task, "partitionPolicy.minPartitions")?.unwrap_or(0);
+    if let (Some(m), true) = (count(at, task, "minAvailable")?, min > 0) {
+        if m != min * size {
+            let why = format!("minAvailable ({m}) must equal minPartitions × partitionSize ({min} × {size})");
+            return Err(at.err("partitionPolicy", why));
+        }
+    }
+    let policy = SubGroupPolicy {
+        name: name.into(),
+        size,
+        min_subgroups: min,
+        selector: [(TASK_SPEC.to_string(), name.to_string())].into(),
+        match_label_keys: vec![PARTITION_ID.into()],
+        topology: network_topology(at, task, "partitionPolicy.networkTopology")?,
+    };
+    Ok(Some((policy, (min > 0).then_some(min * size))))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::manifest::{parse, Object};
+
+    fn one(text: &str) -> anyhow::Result<Object> {
+        Ok(parse(text, "f.yaml")?.remove(0).object)
+    }
+
+    #[test]
+    fn hypernodes_are_read_and_bad_ones_named() {
+        let hn = |spec: &str| {
+            one(&format!(
+                "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {{name: r}}\nspec: {spec}\n"
+            ))
+        };
+        let Object::HyperNode(h) =
+            hn("{tier: 1, tierName: rack, members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r}}}}]}")
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((h.tier, h.tier_name.as_str(), h.members.len()), (1, "rack", 1));
+        for (spec, want) in [
+            ("{tier: 1, members: []}", "f.yaml: HyperNode r: spec.members: a HyperNode needs at least one member"),
+            ("{members: [{type: Node, selector: {exactMatch: {name: n}}}]}", "f.yaml: HyperNode r: spec.tier: missing"),
+            (
+                "{tier: 1, members: [{type: Node, selector: {exactMatch: {name: n}, regexMatch: {pattern: n}}}]}",
+                "f.yaml: HyperNode r: spec.members[0].selector: needs exactly one of exactMatch, regexMatch and labelMatch",
+            ),
+            (
+                "{tier: 2, members: [{type: HyperNode, selector: {regexMatch: {pattern: r}}}]}",
+                "f.yaml: HyperNode r: spec.members[0].selector: a HyperNode member is named by exactMatch",
+            ),
+            (
+                "{tier: 1, members: [{type: Rack, selector: {exactMatch: {name: n}}}]}",
+                "f.yaml: HyperNode r: spec.members[0].type: \"Rack\" is not Node or HyperNode",
+            ),
+        ] {
+            assert_eq!(hn(spec).unwrap_err().to_string(), want);
+        }
+    }
+
+    #[test]
+    fn network_topology_and_subgroups_on_podgroups() {
+        let pg = |spec: &str| {
+            one(&format!("apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: g, namespace: ns}}\nspec: {spec}\n"))
+        };
+        let Object::PodGroup(g) = pg("{minMember: 2, networkTopology: {mode: soft, highestTierName: rack}, \
+             subGroupPolicy: [{name: w, subGroupSize: 2, minSubGroups: 1, matchLabelKeys: [part]}]}")
+        .unwrap() else {
+            panic!()
+        };
+        let nt = g.network_topology.unwrap();
+        assert!(nt.soft && nt.highest_tier_name.as_deref() == Some("rack"));
+        assert_eq!((g.subgroups[0].size, g.subgroups[0].min_subgroups), (2, 1));
+        let e = pg("{networkTopology: {mode: hard, highestTierAllowed: 1, highestTierName: rack}}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.yaml: PodGroup ns/g: spec.networkTopology: must not specify 'highestTierAllowed' and 'highestTierName' simultaneously"
+        );
+        let e = pg("{networkTopology: {mode: strict}}").unwrap_err();
+        assert_eq!(e.to_string(), "f.yaml: PodGroup ns/g: spec.networkTopology.mode: \"strict\" is not hard or soft");
+    }
+
+    /// A Volcano Job's partitions become a subgroup policy and partition
+    /// labels on its pods, as its job controller makes them.
+    #[test]
+    fn job_partitions() {
+        let job = |policy: &str| {
+            one(&format!(
+                "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {{name: j, namespace: ns}}\n\
+                 spec:\n  tasks:\n  - name: w\n    replicas: 4\n    partitionPolicy: {policy}\n    \
+                 template: {{spec: {{containers: [{{resources: {{requests: {{cpu: 1}}}}}}]}}}}\n"
+            ))
+        };
+        let Object::PodGroup(g) =
+            job("{totalPartitions: 2, partitionSize: 2, minPartitions: 1, networkTopology: {highestTierAllowed: 1}}")
+                .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(g.min_member, 2, "minPartitions × partitionSize");
+        assert_eq!(g.subgroups[0].match_label_keys, ["volcano.sh/partition-id"]);
+        let parts: Vec<&str> = g.job_templates.iter().map(|p| p.labels["volcano.sh/partition-id"].as_str()).collect();
+        assert_eq!(parts, ["0", "0", "1", "1"]);
+        let e = job("{totalPartitions: 3, partitionSize: 2}").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.yaml: Job ns/j task w: partitionPolicy: replicas (4) must equal totalPartitions × partitionSize (3 × 2)"
+        );
+    }
+}

@@ -1,0 +1,306 @@
+//! Network topology: HyperNodes (Volcano's `topology.volcano.sh/v1alpha1`),
+//! the tree they form over the nodes, and what jobs ask of it
+//! (`networkTopology`, `subGroupPolicy`).
+
+use crate::cluster::{MatchExpr, Node};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Name of the HyperNode standing for the whole cluster (Volcano's virtual top).
+pub const CLUSTER: &str = "<cluster>";
+
+/// A HyperNode: a tier of the network (a rack, a spine, a zone) grouping
+/// nodes or lower HyperNodes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HyperNode {
+    pub name: String,
+    pub tier: u32,
+    pub tier_name: String,
+    pub members: Vec<Member>,
+}
+
+/// One `spec.members` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Member {
+    /// Nodes by exact name, unanchored regular expression or labels.
+    Nodes(NodeSelector),
+    /// A lower HyperNode, by exact name.
+    HyperNode(String),
+}
+
+/// How a member picks nodes.
+#[derive(Clone, Debug)]
+pub enum NodeSelector {
+    Exact(String),
+    Regex(regex::Regex),
+    /// `labelMatch`: requirements ANDed.
+    Labels(Vec<MatchExpr>),
+}
+
+impl PartialEq for NodeSelector {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (NodeSelector::Exact(a), NodeSelector::Exact(b)) => a == b,
+            (NodeSelector::Regex(a), NodeSelector::Regex(b)) => a.as_str() == b.as_str(),
+            (NodeSelector::Labels(a), NodeSelector::Labels(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl NodeSelector {
+    fn picks(&self, n: &Node) -> bool {
+        match self {
+            NodeSelector::Exact(name) => &n.name == name,
+            NodeSelector::Regex(re) => re.is_match(&n.name),
+            NodeSelector::Labels(reqs) => crate::snapshot::selects(&Some(reqs.clone()), &n.labels),
+        }
+    }
+}
+
+/// A job's or subgroup's `networkTopology`.
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
+pub struct NetworkTopology {
+    /// `mode: soft` (the default, `hard`, is false).
+    pub soft: bool,
+    pub highest_tier: Option<u32>,
+    pub highest_tier_name: Option<String>,
+}
+
+/// Pod annotations Volcano's PodGroup controller reads for a plain pod's
+/// network topology.
+pub const MODE_ANNOTATION: &str = "volcano.sh/network-topology-mode";
+pub const TIER_ANNOTATION: &str = "volcano.sh/network-topology-highest-tier";
+
+impl NetworkTopology {
+    /// The spec Volcano's PodGroup controller gives a plain pod's group from
+    /// its annotations: a mode other than hard or soft is hard, a tier that
+    /// is not a number is none.
+    pub fn from_annotations(a: &BTreeMap<String, String>) -> Option<NetworkTopology> {
+        if !a.contains_key(MODE_ANNOTATION) && !a.contains_key(TIER_ANNOTATION) {
+            return None;
+        }
+        let soft = a.get(MODE_ANNOTATION).is_some_and(|m| m.eq_ignore_ascii_case("soft"));
+        let highest_tier = a.get(TIER_ANNOTATION).and_then(|t| t.trim().parse().ok());
+        Some(NetworkTopology { soft, highest_tier, highest_tier_name: None })
+    }
+}
+
+/// A PodGroup's `subGroupPolicy` entry (a Volcano Job task's `partitionPolicy`).
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
+pub struct SubGroupPolicy {
+    pub name: String,
+    /// `subGroupSize`: tasks that must be placed together.
+    pub size: u32,
+    /// `minSubGroups`: how many subgroups of this policy the job needs.
+    pub min_subgroups: u32,
+    /// `labelSelector.matchLabels`: which pods the policy takes (none: all).
+    pub selector: BTreeMap<String, String>,
+    /// Pods with equal values for all these labels form one subgroup.
+    pub match_label_keys: Vec<String>,
+    pub topology: Option<NetworkTopology>,
+}
+
+impl SubGroupPolicy {
+    /// The subgroup a pod with `labels` falls in (the values of
+    /// `matchLabelKeys`), if the policy takes it: as Volcano, a policy
+    /// without keys, or a pod lacking one, forms none.
+    pub fn key_of(&self, labels: &BTreeMap<String, String>) -> Option<Vec<String>> {
+        if self.match_label_keys.is_empty() || self.selector.iter().any(|(k, v)| labels.get(k) != Some(v)) {
+            return None;
+        }
+        self.match_label_keys.iter().map(|k| labels.get(k).filter(|v| !v.is_empty()).cloned()).collect()
+    }
+}
+
+/// The HyperNode tree over a cluster's nodes, as the snapshot carries it:
+/// HyperNode 0 is the whole cluster, one tier above the highest, parent of
+/// every root; the others follow in name order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tree {
+    pub names: Vec<String>,
+    pub tiers: Vec<u32>,
+    pub parents: Vec<u32>,
+    /// Per HyperNode, its nodes (sorted ids; the cluster's: every node).
+    pub nodes: Vec<Vec<u32>>,
+    /// Per node, the lowest-tier HyperNode holding it (0 when none does).
+    pub node_leaf: Vec<u32>,
+    /// `tierName` → tier.
+    pub tier_names: BTreeMap<String, u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Tree {
+    /// The tree of `hypernodes` over `nodes`. A HyperNode claimed by two
+    /// parents, a cycle, or a child at or above its parent's tier makes it
+    /// unusable: the error names the HyperNodes and the field. A member
+    /// naming a HyperNode that does not exist (yet) is skipped.
+    pub fn build(hypernodes: &[HyperNode], nodes: &[&Node]) -> Result<Tree, String> {
+        if hypernodes.is_empty() {
+            return Ok(Tree::flat(nodes.len()));
+        }
+        let mut sorted: Vec<&HyperNode> = hypernodes.iter().collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        let index: BTreeMap<&str, u32> =
+            sorted.iter().enumerate().map(|(i, h)| (h.name.as_str(), i as u32 + 1)).collect();
+        let top = sorted.iter().map(|h| h.tier + 1).max().unwrap_or(1).max(1);
+        let mut tree = Tree {
+            names: std::iter::once(CLUSTER.to_string()).chain(sorted.iter().map(|h| h.name.clone())).collect(),
+            tiers: std::iter::once(top).chain(sorted.iter().map(|h| h.tier)).collect(),
+            parents: vec![NONE; sorted.len() + 1],
+            nodes: vec![Vec::new(); sorted.len() + 1],
+            node_leaf: vec![0; nodes.len()],
+            tier_names: BTreeMap::new(),
+        };
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); sorted.len() + 1];
+        for (i, h) in sorted.iter().enumerate() {
+            let me = i as u32 + 1;
+            if !h.tier_name.is_empty() {
+                tree.tier_names.insert(h.tier_name.clone(), h.tier);
+            }
+            for (m, member) in h.members.iter().enumerate() {
+                let Member::HyperNode(child) = member else { continue };
+                let Some(&c) = index.get(child.as_str()) else { continue };
+                let field = format!("HyperNode {}: spec.members[{m}]", h.name);
+                if c == me {
+                    return Err(format!("{field}: a HyperNode cannot contain itself"));
+                }
+                if sorted[c as usize - 1].tier >= h.tier {
+                    let why = format!("member {child} has tier {}, not below {}", sorted[c as usize - 1].tier, h.tier);
+                    return Err(format!("{field}: {why}"));
+                }
+                let parent = &mut tree.parents[c as usize];
+                if *parent != NONE && *parent != me {
+                    let other = &tree.names[*parent as usize];
+                    return Err(format!("{field}: {child} already belongs to HyperNode {other} (one parent each)"));
+                }
+                *parent = me;
+                children[me as usize].push(c);
+            }
+        }
+        // Tiers strictly fall from parent to child, so no cycle can form:
+        // parents come first when HyperNodes are taken highest tier first.
+        for p in tree.parents.iter_mut().skip(1) {
+            if *p == NONE {
+                *p = 0;
+            }
+        }
+        let mut own: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); sorted.len() + 1];
+        for (i, h) in sorted.iter().enumerate() {
+            for member in &h.members {
+                if let Member::Nodes(sel) = member {
+                    own[i + 1].extend(nodes.iter().enumerate().filter(|(_, n)| sel.picks(n)).map(|(k, _)| k as u32));
+                }
+            }
+        }
+        // Lowest tier first: a HyperNode's nodes are its own and its children's.
+        let mut order: Vec<u32> = (1..tree.names.len() as u32).collect();
+        order.sort_by_key(|&h| (tree.tiers[h as usize], h));
+        for &h in &order {
+            let mut set = std::mem::take(&mut own[h as usize]);
+            for &c in &children[h as usize] {
+                set.extend(tree.nodes[c as usize].iter().copied());
+            }
+            tree.nodes[h as usize] = set.into_iter().collect();
+        }
+        tree.nodes[0] = (0..nodes.len() as u32).collect();
+        let mut leaf_tier = vec![u32::MAX; nodes.len()];
+        for &h in &order {
+            for &n in &tree.nodes[h as usize] {
+                if tree.tiers[h as usize] < leaf_tier[n as usize] {
+                    leaf_tier[n as usize] = tree.tiers[h as usize];
+                    tree.node_leaf[n as usize] = h;
+                }
+            }
+        }
+        Ok(tree)
+    }
+
+    /// The cluster alone: every node in HyperNode 0 (no HyperNodes, or an
+    /// unusable set of them).
+    pub fn flat(nodes: usize) -> Tree {
+        Tree {
+            names: vec![CLUSTER.into()],
+            tiers: vec![1],
+            parents: vec![NONE],
+            nodes: vec![(0..nodes as u32).collect()],
+            node_leaf: vec![0; nodes],
+            tier_names: BTreeMap::new(),
+        }
+    }
+
+    /// The tier a spec allows at most, `None` when it sets none that
+    /// resolves (a hard spec without a tier constrains nothing, as in
+    /// Volcano); a soft spec is the cluster's tier (every job fits it, the
+    /// lowest tier that holds it is tried first).
+    pub fn highest_tier(&self, spec: &NetworkTopology, soft_limit: Option<u32>) -> Option<u32> {
+        if spec.soft {
+            return Some(soft_limit.unwrap_or(self.tiers[0]));
+        }
+        spec.highest_tier.or_else(|| spec.highest_tier_name.as_ref().and_then(|n| self.tier_names.get(n).copied()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, labels: &[(&str, &str)]) -> Node {
+        let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Node { name: name.into(), labels, ..Default::default() }
+    }
+
+    fn hn(name: &str, tier: u32, members: Vec<Member>) -> HyperNode {
+        HyperNode { name: name.into(), tier, tier_name: String::new(), members }
+    }
+
+    fn nodes(names: &[&str]) -> Vec<Member> {
+        names.iter().map(|n| Member::Nodes(NodeSelector::Exact(n.to_string()))).collect()
+    }
+
+    fn children(names: &[&str]) -> Vec<Member> {
+        names.iter().map(|n| Member::HyperNode(n.to_string())).collect()
+    }
+
+    /// Volcano's T2: s0{n1,n2}, s1{n3,n4} under s2; the cluster above at tier 3.
+    #[test]
+    fn two_tiers_with_the_cluster_above() {
+        let ns: Vec<Node> = ["n1", "n2", "n3", "n4", "lone"].iter().map(|n| node(n, &[])).collect();
+        let h = [
+            hn("s2", 2, children(&["s0", "s1"])),
+            hn("s0", 1, nodes(&["n1", "n2"])),
+            hn("s1", 1, nodes(&["n3", "n4"])),
+        ];
+        let t = Tree::build(&h, &ns.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(t.names, ["<cluster>", "s0", "s1", "s2"]);
+        assert_eq!(t.tiers, [3, 1, 1, 2]);
+        assert_eq!(t.parents, [NONE, 3, 3, 0]);
+        assert_eq!(t.nodes[3], [0, 1, 2, 3]);
+        assert_eq!(t.node_leaf, [1, 1, 2, 2, 0]);
+    }
+
+    #[test]
+    fn regex_and_label_members() {
+        let ns = vec![node("rack1-a", &[]), node("rack1-b", &[]), node("x", &[("rack", "1")]), node("y", &[])];
+        let re = Member::Nodes(NodeSelector::Regex(regex::Regex::new("^rack1-").unwrap()));
+        let labels = Member::Nodes(NodeSelector::Labels(vec![MatchExpr {
+            key: "rack".into(),
+            operator: "In".into(),
+            values: vec!["1".into()],
+            field: false,
+        }]));
+        let t = Tree::build(&[hn("r1", 1, vec![re, labels])], &ns.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(t.nodes[1], [0, 1, 2]);
+    }
+
+    #[test]
+    fn two_parents_and_inverted_tiers_are_refused() {
+        let ns = vec![node("n1", &[])];
+        let h = [hn("a", 2, children(&["c"])), hn("b", 2, children(&["c"])), hn("c", 1, nodes(&["n1"]))];
+        let e = Tree::build(&h, &ns.iter().collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(e, "HyperNode b: spec.members[0]: c already belongs to HyperNode a (one parent each)");
+        let h = [hn("a", 1, children(&["b"])), hn("b", 2, children(&["a"]))];
+        let e = Tree::build(&h, &ns.iter().collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(e, "HyperNode a: spec.members[0]: member b has tier 2, not below 1");
+    }
+}
