@@ -288,9 +288,12 @@ fn read_as_simulate(sim: &Cluster) -> Cluster {
                 Event::InitApply(o) => read(&o, Some("Queue")),
                 _ => return,
             },
-            Change::Class(_) | Change::Namespace(_) | Change::Claim(_) | Change::Volume(_) | Change::CsiNode(_) => {
-                return
-            }
+            Change::Class(_)
+            | Change::Namespace(_)
+            | Change::Claim(_)
+            | Change::Volume(_)
+            | Change::CsiNode(_)
+            | Change::HyperNode(_) => return,
         };
         match object {
             Object::Node(n) => c.nodes.push(n),

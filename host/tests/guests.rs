@@ -47,7 +47,7 @@ fn check_guest(name: &str, point: &str, example: &str, cases: usize) {
     assert!(ok, "{text}");
     let implements: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("implements ")).collect();
     assert_eq!(implements, [point], "{text}");
-    assert!(text.contains("(contract 0.6.0)"), "{text}");
+    assert!(text.contains("(contract 0.7.0)"), "{text}");
     let scenarios = format!("examples/plugins/{example}/scenarios.yaml");
     let (ok, text) = tephra(&["plugin", "test", &scenarios], &wasm);
     assert!(ok, "{text}");
@@ -56,7 +56,7 @@ fn check_guest(name: &str, point: &str, example: &str, cases: usize) {
     let (ok, text) = tephra(&["plugin", "check"], &old);
     assert!(ok && text.contains("(contract 0.4.0)") && text.contains(&format!("implements {point}")), "{text}");
     let cluster = format!("examples/plugins/{example}/cluster.yaml");
-    assert_eq!(simulate(&cluster, &old), simulate(&cluster, &wasm), "{name}: 0.4.0 and 0.6.0 builds differ");
+    assert_eq!(simulate(&cluster, &old), simulate(&cluster, &wasm), "{name}: 0.4.0 and 0.7.0 builds differ");
 }
 
 /// A large component (the Python one is 18 MB, 5-10 s of Cranelift) is

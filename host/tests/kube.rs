@@ -2331,3 +2331,79 @@ fn chaos_binds_once_and_loses_nothing() {
         assert!(r.recovery_s < 180.0, "{} did not recover:\n{table}", r.case);
     }
 }
+
+/// HyperNodes from the API (the CRD of deploy/): a gang limited to tier 1
+/// lands inside one rack, the rack with room for all of it, though the
+/// other has room for most; a second parent claiming a rack makes the
+/// tree unusable, and a topology gang then waits with the reason in its
+/// Unschedulable condition while a plain pod still runs.
+#[test]
+fn topology_constrained_gang_lands_in_one_hypernode() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("topology");
+    for n in ["r0-a", "r0-b", "r1-a", "r1-b"] {
+        c.node(n, "2");
+    }
+    let ns = "t-topology";
+    namespace(&c, ns);
+    let rack = |name: &str, pattern: &str| {
+        format!(
+            "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {{name: {name}}}\n\
+             spec: {{tier: 1, members: [{{type: Node, selector: {{regexMatch: {{pattern: '{pattern}'}}}}}}]}}\n---\n"
+        )
+    };
+    let spine = |name: &str| {
+        format!(
+            "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {{name: {name}}}\n\
+             spec: {{tier: 2, members: [{{type: HyperNode, selector: {{exactMatch: {{name: rack-0}}}}}}, \
+             {{type: HyperNode, selector: {{exactMatch: {{name: rack-1}}}}}}]}}\n---\n"
+        )
+    };
+    c.apply(&format!("{}{}{}", rack("rack-0", "^r0-"), rack("rack-1", "^r1-"), spine("spine")));
+    // Another scheduler's pod takes 1 CPU of rack-0: 3 left there, 4 in rack-1.
+    c.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: filler, namespace: {ns}}}\nspec:\n  nodeName: r0-a\n  \
+         containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: '1', memory: 1Gi}}}}}}]\n"
+    ));
+    let mut t = Tephra::start(&c, "a", &[]);
+    let gang = |name: &str| {
+        let mut y = format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{minMember: 4, networkTopology: {{mode: hard, highestTierAllowed: 1}}}}\n---\n"
+        );
+        for i in 0..4 {
+            y.push_str(&pod(ns, &format!("{name}-{i}"), "1", Some(name), ""));
+        }
+        y
+    };
+    c.apply(&gang("train"));
+    let p = wait(&c, ns, 60, "the gang bound", || {
+        let p = c.placements(ns);
+        (0..4).all(|i| p.get(&format!("train-{i}")).is_some_and(|n| !n.is_empty())).then_some(p)
+    });
+    for i in 0..4 {
+        let node = &p[&format!("train-{i}")];
+        assert!(node.starts_with("r1-"), "train-{i} on {node}, outside rack-1: {p:?}");
+    }
+    // A second spine claiming rack-0 as well: no usable tree.
+    c.apply(&format!(
+        "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {{name: spine-b}}\n\
+         spec: {{tier: 2, members: [{{type: HyperNode, selector: {{exactMatch: {{name: rack-0}}}}}}]}}\n---\n{}{}",
+        gang("late"),
+        pod(ns, "plain", "1", None, "")
+    ));
+    let why = wait(&c, ns, 60, "PodGroup late Unschedulable with the tree's fault", || {
+        let g = c.json(&["get", "podgroup", "-n", ns, "late"]);
+        g["status"]["conditions"].as_array()?.iter().find_map(|x| {
+            let m = x["message"].as_str().unwrap_or("");
+            (x["type"] == "Unschedulable" && m.contains("HyperNode")).then(|| m.to_string())
+        })
+    });
+    assert!(why.contains("rack-0 already belongs to HyperNode"), "{why}");
+    wait(&c, ns, 60, "the plain pod bound", || c.placements(ns).get("plain").filter(|n| !n.is_empty()).cloned());
+    assert!(c.placements(ns).iter().filter(|(k, _)| k.starts_with("late-")).all(|(_, n)| n.is_empty()));
+    t.assert_alive();
+    assert!(t.terminate());
+}

@@ -1,4 +1,4 @@
-// The JavaScript SDK for tephra scheduling policies (contract 0.6.0).
+// The JavaScript SDK for tephra scheduling policies (contract 0.7.0).
 //
 // A policy extends `Policy` and overrides the points it implements; `serve`
 // turns it into the objects componentize-js exports (`session` and one per
@@ -9,7 +9,7 @@
 //
 // The module imports nothing from the contract: it runs under Node as it is.
 
-export const CONTRACT = '0.6.0';
+export const CONTRACT = '0.7.0';
 export const NONE = 0xffffffff;
 
 // Statuses in which a task holds resources on its node (Volcano's Used).
@@ -193,8 +193,8 @@ export function implemented(cls) {
 
 /** The WIT world of a component serving `cls`. */
 export function world(cls) {
-  const lines = ['package local:plugin;', '', 'world plugin {', '    include tephra:scheduler/plugin@0.6.0;'];
-  for (const p of implemented(cls)) lines.push(`    export tephra:scheduler/${p}@0.6.0;`);
+  const lines = ['package local:plugin;', '', 'world plugin {', '    include tephra:scheduler/plugin@0.7.0;'];
+  for (const p of implemented(cls)) lines.push(`    export tephra:scheduler/${p}@0.7.0;`);
   return [...lines, '}', ''].join('\n');
 }
 

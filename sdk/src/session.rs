@@ -212,6 +212,30 @@ impl Session {
         self.snap.dims.iter().position(|x| x == name)
     }
 
+    /// HyperNode `h` and its ancestors, lowest first, up to the cluster (0).
+    pub fn hypernode_chain(&self, h: u32) -> impl Iterator<Item = u32> + '_ {
+        let mut next = h;
+        std::iter::from_fn(move || {
+            let out = next;
+            if out == NONE || out as usize >= self.snap.hypernode_parent.len() {
+                return None;
+            }
+            next = self.snap.hypernode_parent[out as usize];
+            Some(out)
+        })
+    }
+    /// The HyperNode of tier `tier` holding node `n`, if any (the cluster's
+    /// tier gives 0).
+    pub fn node_hypernode_at(&self, n: u32, tier: u32) -> Option<u32> {
+        let leaf = *self.snap.node_hypernode.get(n as usize)?;
+        self.hypernode_chain(leaf).find(|&h| self.snap.hypernode_tier[h as usize] == tier)
+    }
+    /// The lowest HyperNode holding both (0, the cluster, at worst).
+    pub fn common_hypernode(&self, a: u32, b: u32) -> u32 {
+        let above: Vec<u32> = self.hypernode_chain(a).collect();
+        self.hypernode_chain(b).find(|h| above.contains(h)).unwrap_or(0)
+    }
+
     #[inline]
     fn row(v: &[f64], i: u32, d: usize) -> &[f64] {
         &v[i as usize * d..(i as usize + 1) * d]

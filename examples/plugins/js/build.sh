@@ -2,7 +2,7 @@
 # Builds the `spread-label` policy (spread-label.js) into
 # OUT_DIR/spread-label.wasm with componentize-js (SpiderMonkey) or, with
 # JS_ENGINE=quickjs, componentize-qjs (QuickJS): a component of the world
-# tephra:scheduler/plugin@0.6.0 plus the extension points the policy
+# tephra:scheduler/plugin@0.7.0 plus the extension points the policy
 # implements (the methods it overrides; `node world.js` of the SDK prints it).
 #
 #   ./build.sh OUT_DIR

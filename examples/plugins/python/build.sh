@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the `fair-team` policy (app.py) into OUT_DIR/fair-team.wasm with
-# componentize-py: a component of the world tephra:scheduler/plugin@0.6.0
+# componentize-py: a component of the world tephra:scheduler/plugin@0.7.0
 # plus the extension points the policy implements (the methods it overrides;
 # `python -m tephra_sdk world app` prints that world).
 #

@@ -45,24 +45,6 @@ fn weight_arg(args: &Args, key: &str) -> f64 {
     }
 }
 
-/// The HyperNode and its ancestors, lowest first.
-fn chain(s: &Session, mut h: u32) -> impl Iterator<Item = u32> + '_ {
-    std::iter::from_fn(move || {
-        let out = h;
-        if out == NONE {
-            return None;
-        }
-        h = s.snap.hypernode_parent[out as usize];
-        Some(out)
-    })
-}
-
-/// The lowest HyperNode above (or at) both.
-fn common(s: &Session, a: u32, b: u32) -> u32 {
-    let above: Vec<u32> = chain(s, a).collect();
-    chain(s, b).find(|h| above.contains(h)).unwrap_or(0)
-}
-
 /// A task's group: its subgroup's tasks, or the job's tasks in none.
 fn group_tasks(s: &Session, job: u32, group: u32) -> Vec<u32> {
     s.job_tasks(job).iter().copied().filter(|&t| s.snap.task_subgroup[t as usize] == group).collect()
@@ -78,7 +60,7 @@ fn home(s: &Session, tasks: &[u32]) -> Option<u32> {
             continue;
         }
         let leaf = s.snap.node_hypernode[n as usize];
-        at = Some(at.map_or(leaf, |a| common(s, a, leaf)));
+        at = Some(at.map_or(leaf, |a| s.common_hypernode(a, leaf)));
     }
     at
 }
@@ -133,7 +115,7 @@ impl NetworkTopologyAware {
             *score = match self.lowest(s, n) {
                 None => 0.0,
                 Some(h) if h == home => 1.0,
-                Some(h) => self.tier_score(s.snap.hypernode_tier[common(s, h, home) as usize]),
+                Some(h) => self.tier_score(s.snap.hypernode_tier[s.common_hypernode(h, home) as usize]),
             };
         }
         self.break_ties(s, tasks, nodes, scores, |s, n| self.lowest(s, n));
@@ -161,7 +143,8 @@ impl NetworkTopologyAware {
             let held = tasks
                 .iter()
                 .filter(|&&t| {
-                    s.task_node(t) != NONE && chain(s, s.snap.node_hypernode[s.task_node(t) as usize]).any(|x| x == h)
+                    s.task_node(t) != NONE
+                        && s.hypernode_chain(s.snap.node_hypernode[s.task_node(t) as usize]).any(|x| x == h)
                 })
                 .count();
             *score += held as f64 / tasks.len() as f64;
@@ -178,11 +161,10 @@ impl NetworkTopologyAware {
             return;
         }
         for (score, &n) in scores.iter_mut().zip(nodes) {
-            let above: Vec<u32> = chain(s, s.snap.node_hypernode[n as usize]).collect();
             let mut sum = 0.0;
             for (&t, &f) in tiers.iter().zip(&fade) {
-                let part = match above.iter().find(|&&h| s.snap.hypernode_tier[h as usize] == t) {
-                    Some(&h) => self.binpack(req, &self.used[h as usize], &self.allocatable[h as usize]),
+                let part = match s.node_hypernode_at(n, t) {
+                    Some(h) => self.binpack(req, &self.used[h as usize], &self.allocatable[h as usize]),
                     None => 1.0,
                 };
                 sum += f * part;
@@ -193,7 +175,7 @@ impl NetworkTopologyAware {
 
     fn add(&mut self, s: &Session, task: u32, node: u32, sign: f64) {
         let req = s.task_req(task).to_vec();
-        for h in chain(s, s.snap.node_hypernode[node as usize]).collect::<Vec<_>>() {
+        for h in s.hypernode_chain(s.snap.node_hypernode[node as usize]).collect::<Vec<_>>() {
             for (u, r) in self.used[h as usize].iter_mut().zip(&req) {
                 *u += sign * r;
             }
@@ -226,7 +208,7 @@ impl Policy for NetworkTopologyAware {
         self.allocatable = vec![vec![0.0; d]; h];
         self.used = vec![vec![0.0; d]; h];
         for n in 0..s.nodes() as u32 {
-            for x in chain(s, s.snap.node_hypernode[n as usize]).collect::<Vec<_>>() {
+            for x in s.hypernode_chain(s.snap.node_hypernode[n as usize]).collect::<Vec<_>>() {
                 let (a, u) = (&mut self.allocatable[x as usize], &mut self.used[x as usize]);
                 a.iter_mut().zip(s.node_allocatable(n)).for_each(|(a, v)| *a += v);
                 u.iter_mut().zip(s.node_used(n)).for_each(|(u, v)| *u += v);

@@ -1,4 +1,4 @@
-"""The Python SDK for tephra scheduling policies (contract 0.6.0).
+"""The Python SDK for tephra scheduling policies (contract 0.7.0).
 
 A policy subclasses `Policy` and overrides the points it implements; `serve`
 turns it into the classes componentize-py exports (`Session` and one per
@@ -13,6 +13,6 @@ from .session import NONE, Session
 from .component import serve, world
 from . import resources
 
-CONTRACT = "0.6.0"
+CONTRACT = "0.7.0"
 
 __all__ = ["CONTRACT", "NONE", "POINTS", "Policy", "Session", "Unfit", "implemented", "resources", "serve", "world"]

@@ -18,8 +18,8 @@ def _camel(point: str) -> str:
 def world(cls) -> str:
     """The WIT world of a component serving `cls`: the base plugin world and
     the points it implements."""
-    lines = ["package local:plugin;", "", "world plugin {", "    include tephra:scheduler/plugin@0.6.0;"]
-    lines += [f"    export tephra:scheduler/{p}@0.6.0;" for p in implemented(cls)]
+    lines = ["package local:plugin;", "", "world plugin {", "    include tephra:scheduler/plugin@0.7.0;"]
+    lines += [f"    export tephra:scheduler/{p}@0.7.0;" for p in implemented(cls)]
     return "\n".join(lines + ["}", ""])
 
 
@@ -69,7 +69,7 @@ def serve(cls, namespace: dict) -> None:
         def info(self):
             from wit_world.exports.session import PluginInfo
 
-            return PluginInfo(name=cls.NAME, version=cls.VERSION, contract="0.6.0", flush_events=cls.FLUSH_EVENTS)
+            return PluginInfo(name=cls.NAME, version=cls.VERSION, contract="0.7.0", flush_events=cls.FLUSH_EVENTS)
 
         def open_session(self, snapshot, arguments) -> None:
             rt.last = None

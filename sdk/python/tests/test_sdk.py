@@ -65,7 +65,7 @@ class PointsTest(unittest.TestCase):
                 return 1.0
 
         self.assertEqual(implemented(Gate), ["node-order", "job-enqueueable"])
-        self.assertIn("export tephra:scheduler/node-order@0.6.0;", world(Gate))
+        self.assertIn("export tephra:scheduler/node-order@0.7.0;", world(Gate))
         self.assertEqual(implemented(Policy), [])
 
 

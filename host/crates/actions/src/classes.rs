@@ -257,14 +257,23 @@ impl Classes {
 
     /// Brings `changed` up to the session's events. A task leaving a node (a
     /// gang's placements discarded) gives room back that classes may have
-    /// dropped, so every class searches again.
+    /// dropped, so every class searches again; unless the task came there
+    /// after the classes last looked (a trial placement undone, as the
+    /// topology path makes them): then the node is as they saw it.
     fn catch_up(&mut self, ssn: &Session) {
+        let mut arrived: Vec<(u32, u32)> = Vec::new();
         for (i, e) in ssn.events.iter().enumerate().skip(self.seen) {
             if let Some(c) = self.changed.get_mut(e.node as usize) {
                 *c = i + 1;
             }
-            if e.kind == EventKind::Deallocate {
-                self.by_key.clear();
+            match e.kind {
+                EventKind::Allocate => arrived.push((e.task, e.node)),
+                EventKind::Deallocate => match arrived.iter().rposition(|&a| a == (e.task, e.node)) {
+                    Some(k) => {
+                        arrived.swap_remove(k);
+                    }
+                    None => self.by_key.clear(),
+                },
             }
         }
         self.seen = ssn.events.len();

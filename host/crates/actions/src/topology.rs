@@ -39,7 +39,10 @@ pub fn allocate(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>) -> Optio
         return None;
     };
     let need = if placed.is_some() { Vec::new() } else { min_resources(ssn, job) };
-    for gradient in gradients(ssn, &tree, root, limit, &need) {
+    let slots = Slots::of(ssn, tasks, job_short(ssn, job));
+    for gradient in gradients(&tree, root, limit) {
+        let mut gradient = with_room(ssn, &tree, gradient, &need);
+        gradient.retain(|&h| slots.may_fit(ssn, &tree.nodes[h as usize]));
         for hn in ordered(ssn, job, NONE, gradient) {
             let mut left = tasks.clone();
             let Some((stmt, ready)) = try_in(ssn, &tree, job, &mut left, hn, false) else { continue };
@@ -89,7 +92,7 @@ pub fn eviction_domains(ssn: &Session, job: u32, max: usize) -> Vec<u32> {
     let mut out = Vec::new();
     // Volcano's reversed, capped gradients: whole tiers from the highest
     // down while they fit, then the last ones of the next.
-    for gradient in gradients(ssn, &tree, root, limit, &[]).into_iter().rev() {
+    for gradient in gradients(&tree, root, limit).into_iter().rev() {
         let gradient: Vec<u32> = gradient.into_iter().filter(|&h| fits(h)).collect();
         let left = max - out.len();
         let take = gradient.len().min(left);
@@ -161,7 +164,12 @@ fn place_subgroup(
     let placed = home(ssn, tree, &members);
     let root = search_root(tree, within, limit, placed)?;
     let need = if placed.is_some() { Vec::new() } else { pending_request(ssn, tasks) };
-    for gradient in gradients(ssn, tree, root, limit, &need) {
+    let held = members.iter().filter(|&&t| is_allocated(ssn.task_status(t))).count() as u32;
+    let short = ssn.snap.subgroups[group as usize].min_available.saturating_sub(held);
+    let slots = Slots::of(ssn, tasks, short);
+    for gradient in gradients(tree, root, limit) {
+        let mut gradient = with_room(ssn, tree, gradient, &need);
+        gradient.retain(|&h| slots.may_fit(ssn, &tree.nodes[h as usize]));
         for hn in ordered(ssn, job, group, gradient) {
             let mut left = tasks.clone();
             if let Some(s) = place(ssn, job, group, &mut left, &tree.nodes[hn as usize], nominate) {
@@ -321,31 +329,100 @@ fn next_group(ssn: &mut Session, job: u32, required: &[u32], queue: &mut Vec<u32
 }
 
 /// The HyperNodes under `root` (itself included) of tier `limit` or lower,
-/// one list per tier, lowest first; without placed tasks only those whose
-/// idle (or future idle) room covers `need` (Volcano's pre-filter).
-fn gradients(ssn: &Session, tree: &Tree, root: u32, limit: u32, need: &[f64]) -> Vec<Vec<u32>> {
+/// one list per tier, lowest first.
+fn gradients(tree: &Tree, root: u32, limit: u32) -> Vec<Vec<u32>> {
     let mut under = vec![root];
     let mut i = 0;
     while i < under.len() {
-        let h = under[i];
-        under.extend((0..tree.parents.len() as u32).filter(|&c| tree.parents[c as usize] == h));
+        under.extend(&tree.children[under[i] as usize]);
         i += 1;
     }
     let mut by_tier: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
     for h in under {
-        if tree.tiers[h as usize] <= limit && (need.is_empty() || room_for(ssn, &tree.nodes[h as usize], need)) {
+        if tree.tiers[h as usize] <= limit {
             by_tier.entry(tree.tiers[h as usize]).or_default().push(h);
         }
     }
     by_tier.into_values().collect()
 }
 
+/// Those of `gradient` whose idle (or future idle) room covers `need`
+/// (Volcano's pre-filter; an empty `need` keeps all), worked out a tier at
+/// a time: most jobs never look past the first.
+fn with_room(ssn: &Session, tree: &Tree, mut gradient: Vec<u32>, need: &[f64]) -> Vec<u32> {
+    if !need.is_empty() {
+        gradient.retain(|&h| room_for(ssn, &tree.nodes[h as usize], need));
+    }
+    gradient
+}
+
+/// A sound shortcut past HyperNodes that cannot hold a gang: `short` more
+/// tasks must be placed, each at least the smallest pending request, and
+/// a HyperNode whose nodes' future idle room fits fewer such tasks in all
+/// (resources alone, before any predicate) cannot make the group ready.
+/// Trying one costs placements and their undoing.
+struct Slots {
+    smallest: Vec<f64>,
+    short: u32,
+}
+
+impl Slots {
+    fn of(ssn: &Session, tasks: &VecDeque<u32>, short: u32) -> Slots {
+        let mut smallest: Option<Vec<f64>> = None;
+        for &t in tasks {
+            let r = ssn.req(t);
+            smallest = Some(match smallest {
+                None => r.to_vec(),
+                Some(s) => s.iter().zip(r).map(|(a, b)| a.min(*b)).collect(),
+            });
+        }
+        Slots { smallest: smallest.unwrap_or_default(), short }
+    }
+
+    fn may_fit(&self, ssn: &Session, nodes: &[u32]) -> bool {
+        if self.short == 0 || self.smallest.is_empty() {
+            return true;
+        }
+        let (d, s) = (ssn.d, &ssn.snap);
+        let mut fit = 0u64;
+        for &n in nodes {
+            let at = n as usize * d;
+            let mut k = u64::MAX;
+            for (i, &r) in self.smallest.iter().enumerate() {
+                if r <= tephra_model::resource::EPSILON {
+                    continue;
+                }
+                let free = s.node_allocatable[at + i] - s.node_used[at + i] + s.node_releasing[at + i]
+                    - s.node_pipelined[at + i];
+                k = k.min(((free + tephra_model::resource::EPSILON) / r).max(0.0) as u64);
+            }
+            fit = fit.saturating_add(k);
+            if fit >= u64::from(self.short) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// How many more of `job`'s tasks must hold a node for it to be ready.
+fn job_short(ssn: &Session, job: u32) -> u32 {
+    let held = ssn.job_ready[job as usize] + ssn.job_pending_best_effort[job as usize];
+    ssn.job_min(job).saturating_sub(held)
+}
+
 /// Whether the nodes' idle room, or their future idle room, covers `need`.
 fn room_for(ssn: &Session, nodes: &[u32], need: &[f64]) -> bool {
-    let (mut idle, mut future) = (vec![0.0; ssn.d], vec![0.0; ssn.d]);
+    let d = ssn.d;
+    let (mut idle, mut future) = (vec![0.0; d], vec![0.0; d]);
+    let s = &ssn.snap;
     for &n in nodes {
-        tephra_model::resource::add_scaled(&mut idle, &ssn.idle(n), 1.0);
-        tephra_model::resource::add_scaled(&mut future, &ssn.future_idle(n), 1.0);
+        let at = n as usize * d;
+        for k in 0..d {
+            let free = s.node_allocatable[at + k] - s.node_used[at + k];
+            idle[k] += free;
+            future[k] += free + s.node_releasing[at + k] - s.node_pipelined[at + k];
+        }
     }
     let covers = |room: &[f64]| need.iter().zip(room).all(|(w, r)| w - r < tephra_model::resource::EPSILON);
     covers(&idle) || covers(&future)

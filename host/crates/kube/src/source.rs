@@ -53,6 +53,14 @@ pub fn podgroup_resource() -> ApiResource {
     )
 }
 
+/// `topology.volcano.sh/v1alpha1` HyperNode (cluster-scoped).
+pub fn hypernode_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("topology.volcano.sh", "v1alpha1", "HyperNode"),
+        "hypernodes",
+    )
+}
+
 /// One watch event, by the watch it came from (boxed: they travel through
 /// a channel and differ much in size).
 pub enum Change {
@@ -73,10 +81,12 @@ pub enum Change {
     Volume(Box<Event<PersistentVolume>>),
     /// Nodes' CSI attach limits.
     CsiNode(Box<Event<CSINode>>),
+    /// The network topology (absent CRD: an empty list).
+    HyperNode(Box<Event<DynamicObject>>),
 }
 
 /// The watches, in the order [`Change::stream`] numbers them.
-const STREAMS: [&str; 10] = [
+const STREAMS: [&str; 11] = [
     "nodes",
     "pods",
     "bound pods of other schedulers",
@@ -87,6 +97,7 @@ const STREAMS: [&str; 10] = [
     "persistentvolumeclaims",
     "persistentvolumes",
     "csinodes",
+    "hypernodes",
 ];
 
 /// Where an event stands in a watch's (re)list.
@@ -137,6 +148,7 @@ impl Change {
             Change::Claim(_) => 7,
             Change::Volume(_) => 8,
             Change::CsiNode(_) => 9,
+            Change::HyperNode(_) => 10,
         }
     }
 
@@ -144,7 +156,7 @@ impl Change {
         match self {
             Change::Node(e) => step(&**e),
             Change::Pod { event, .. } => step(&**event),
-            Change::PodGroup(e) | Change::Queue(e) => step(&**e),
+            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) => step(&**e),
             Change::Class(e) => step(&**e),
             Change::Namespace(e) => step(&**e),
             Change::Claim(e) => step(&**e),
@@ -175,6 +187,9 @@ where
     tokio::spawn(async move {
         let stream = watcher::watcher(api, config).default_backoff();
         let mut stream = std::pin::pin!(stream);
+        // A kind whose CRD is not installed lists as empty (once), so the
+        // store syncs; the watch keeps trying and lists it once it appears.
+        let mut absent_told = false;
         while let Some(item) = stream.next().await {
             match item {
                 Ok(mut ev) => {
@@ -182,6 +197,16 @@ where
                     ev = ev.modify(|o| o.managed_fields_mut().clear());
                     if tx.send(wrap(Box::new(ev))).is_err() {
                         return;
+                    }
+                }
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(e))) if e.code == 404 => {
+                    if !absent_told {
+                        absent_told = true;
+                        tracing::warn!("watch {what}: the API server does not serve them (CRD not installed?)");
+                        let _ = tx.send(wrap(Box::new(Event::Init)));
+                        if tx.send(wrap(Box::new(Event::InitDone))).is_err() {
+                            return;
+                        }
                     }
                 }
                 Err(e) => tracing::warn!("watch {what}: {e}; retrying"),
@@ -200,7 +225,7 @@ impl Watches {
         let ours = watcher::Config::default().fields(&format!("spec.schedulerName={scheduler_name}"));
         let others =
             watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler_name},spec.nodeName!="));
-        let (qr, pgr) = (queue_resource(), podgroup_resource());
+        let (qr, pgr, hnr) = (queue_resource(), podgroup_resource(), hypernode_resource());
         let tasks = vec![
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Node, STREAMS[0]),
             forward(pods.clone(), ours, tx.clone(), |event| Change::Pod { ours: true, event }, STREAMS[1]),
@@ -211,7 +236,8 @@ impl Watches {
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Namespace, STREAMS[6]),
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Claim, STREAMS[7]),
             forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Volume, STREAMS[8]),
-            forward(Api::all(client.clone()), Default::default(), tx, Change::CsiNode, STREAMS[9]),
+            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::CsiNode, STREAMS[9]),
+            forward(Api::all_with(client.clone(), &hnr), Default::default(), tx, Change::HyperNode, STREAMS[10]),
         ];
         Watches { rx, tasks }
     }
@@ -327,12 +353,14 @@ pub struct Store {
     volumes: HashMap<String, String>,
     /// CSINode name → resourceVersion.
     csinodes: HashMap<String, String>,
+    /// HyperNode name → resourceVersion.
+    hypernodes: HashMap<String, String>,
     index: Index,
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
     /// Keys listed so far by a relist under way, per stream.
-    relist: [Option<HashSet<String>>; 10],
-    synced: [bool; 10],
+    relist: [Option<HashSet<String>>; 11],
+    synced: [bool; 11],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -351,7 +379,8 @@ fn to_model<K: Serialize>(obj: &K, dynamic_kind: Option<&str>) -> Result<Object,
     let mut yaml = serde_yaml::to_value(obj).map_err(|e| e.to_string())?;
     if let (Some(kind), Some(m)) = (dynamic_kind, yaml.as_mapping_mut()) {
         // List items of dynamic objects may lack them.
-        m.insert("apiVersion".into(), VOLCANO_API.into());
+        let api = if kind == "HyperNode" { "topology.volcano.sh/v1alpha1" } else { VOLCANO_API };
+        m.insert("apiVersion".into(), api.into());
         m.insert("kind".into(), kind.into());
     }
     manifest::from_value(&yaml, "apiserver").map_err(|e| format!("{e:#}"))
@@ -434,7 +463,7 @@ impl Store {
                     let key = match &change {
                         Change::Node(e) => listed_key(&**e),
                         Change::Pod { event, .. } => listed_key(&**event),
-                        Change::PodGroup(e) | Change::Queue(e) => listed_key(&**e),
+                        Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) => listed_key(&**e),
                         Change::Class(e) => listed_key(&**e),
                         Change::Namespace(e) => listed_key(&**e),
                         Change::Claim(e) => listed_key(&**e),
@@ -468,7 +497,8 @@ impl Store {
             6 => self.namespaces.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             7 => self.claims.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             8 => self.volumes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            _ => self.csinodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            9 => self.csinodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            _ => self.hypernodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
         };
         for key in gone {
             match stream {
@@ -480,7 +510,8 @@ impl Store {
                 6 => self.namespace_deleted(c, &key),
                 7 => self.claim_deleted(c, &key),
                 8 => self.volume_deleted(c, &key),
-                _ => self.csinode_deleted(c, &key),
+                9 => self.csinode_deleted(c, &key),
+                _ => self.hypernode_deleted(c, &key),
             }
         }
     }
@@ -490,7 +521,7 @@ impl Store {
         let gone_uid = match &change {
             Change::Node(e) => deleted_uid(&**e),
             Change::Pod { event, .. } => deleted_uid(&**event),
-            Change::PodGroup(e) | Change::Queue(e) => deleted_uid(&**e),
+            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) => deleted_uid(&**e),
             Change::Class(e) => deleted_uid(&**e),
             Change::Namespace(e) => deleted_uid(&**e),
             Change::Claim(e) => deleted_uid(&**e),
@@ -544,6 +575,11 @@ impl Store {
             Change::CsiNode(e) => match *e {
                 Event::Apply(o) | Event::InitApply(o) => self.csinode_applied(c, &o),
                 Event::Delete(o) => self.csinode_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::HyperNode(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.hypernode_applied(c, &o),
+                Event::Delete(o) => self.hypernode_deleted(c, &key_of(&o)),
                 _ => {}
             },
         }
@@ -679,6 +715,23 @@ impl Store {
 
     fn csinode_deleted(&mut self, c: &mut Cluster, key: &str) {
         forget(&mut self.csinodes, &mut c.attach_limits, key);
+    }
+
+    fn hypernode_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
+        let read = self.keyed(
+            o,
+            |s| &s.hypernodes,
+            "HyperNode",
+            |obj| match obj {
+                Object::HyperNode(h) => Some((h.name.clone(), h)),
+                _ => None,
+            },
+        );
+        keep(&mut self.hypernodes, &mut c.hypernodes, read);
+    }
+
+    fn hypernode_deleted(&mut self, c: &mut Cluster, key: &str) {
+        forget(&mut self.hypernodes, &mut c.hypernodes, key);
     }
 
     /// A keyed object as (key, version, what it reads as): `None` when this

@@ -135,6 +135,53 @@ pub fn generate(spec: &Spec) -> Cluster {
     c
 }
 
+/// A three-tier HyperNode tree over the nodes (racks of 20 nodes at tier 1,
+/// spines of 10 racks at tier 2, zones of 5 spines at tier 3), and whole
+/// pending jobs (every other one in creation order, then the rest) until
+/// `percent` % of the pending pods are in them, limited to one rack (jobs
+/// of 4 or more pods) or one spine (smaller ones), hard.
+pub fn add_topology(c: &mut Cluster, percent: u32) {
+    use crate::topology::{HyperNode, Member, NetworkTopology, NodeSelector};
+    let hn =
+        |name: String, tier: u32, members: Vec<Member>| HyperNode { name, tier, tier_name: String::new(), members };
+    let racks = c.nodes.len().div_ceil(20);
+    for r in 0..racks {
+        let members = (r * 20..((r + 1) * 20).min(c.nodes.len()))
+            .map(|i| Member::Nodes(NodeSelector::Exact(c.nodes[i].name.clone())))
+            .collect();
+        c.hypernodes.insert(format!("rack-{r}"), hn(format!("rack-{r}"), 1, members));
+    }
+    let spines = racks.div_ceil(10);
+    for s in 0..spines {
+        let members = (s * 10..((s + 1) * 10).min(racks)).map(|r| Member::HyperNode(format!("rack-{r}"))).collect();
+        c.hypernodes.insert(format!("spine-{s}"), hn(format!("spine-{s}"), 2, members));
+    }
+    for z in 0..spines.div_ceil(5) {
+        let members = (z * 5..((z + 1) * 5).min(spines)).map(|s| Member::HyperNode(format!("spine-{s}"))).collect();
+        c.hypernodes.insert(format!("zone-{z}"), hn(format!("zone-{z}"), 3, members));
+    }
+    let pending = c.pods.iter().filter(|p| p.node.is_none()).count();
+    let mut want = pending * percent as usize / 100;
+    let mut size: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for p in c.pods.iter().filter(|p| p.node.is_none()) {
+        if let Some(g) = &p.group {
+            *size.entry((p.namespace.clone(), g.clone())).or_default() += 1;
+        }
+    }
+    let order = (0..c.podgroups.len()).step_by(2).chain((1..c.podgroups.len()).step_by(2));
+    for i in order {
+        if want == 0 {
+            break;
+        }
+        let g = &c.podgroups[i];
+        let Some(&n) = size.get(&(g.namespace.clone(), g.name.clone())) else { continue };
+        let tier = if n >= 4 { 1 } else { 2 };
+        c.podgroups[i].network_topology =
+            Some(NetworkTopology { soft: false, highest_tier: Some(tier), highest_tier_name: None });
+        want = want.saturating_sub(n);
+    }
+}
+
 /// Gives whole pending jobs, in creation order, until `percent` % of the
 /// pending pods carry one: every other such job's pods repel each other
 /// (required pod anti-affinity on `kubernetes.io/hostname`), the others

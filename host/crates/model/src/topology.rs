@@ -120,6 +120,8 @@ pub struct Tree {
     pub names: Vec<String>,
     pub tiers: Vec<u32>,
     pub parents: Vec<u32>,
+    /// Per HyperNode, the HyperNodes whose parent it is.
+    pub children: Vec<Vec<u32>>,
     /// Per HyperNode, its nodes (sorted ids; the cluster's: every node).
     pub nodes: Vec<Vec<u32>>,
     /// Per node, the lowest-tier HyperNode holding it (0 when none does).
@@ -148,6 +150,7 @@ impl Tree {
             names: std::iter::once(CLUSTER.to_string()).chain(sorted.iter().map(|h| h.name.clone())).collect(),
             tiers: std::iter::once(top).chain(sorted.iter().map(|h| h.tier)).collect(),
             parents: vec![NONE; sorted.len() + 1],
+            children: vec![Vec::new(); sorted.len() + 1],
             nodes: vec![Vec::new(); sorted.len() + 1],
             node_leaf: vec![0; nodes.len()],
             tier_names: BTreeMap::new(),
@@ -180,16 +183,25 @@ impl Tree {
         }
         // Tiers strictly fall from parent to child, so no cycle can form:
         // parents come first when HyperNodes are taken highest tier first.
-        for p in tree.parents.iter_mut().skip(1) {
+        for (h, p) in tree.parents.iter_mut().enumerate().skip(1) {
             if *p == NONE {
                 *p = 0;
             }
+            tree.children[*p as usize].push(h as u32);
         }
         let mut own: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); sorted.len() + 1];
+        // Exact names are looked up (thousands of them on a large cluster);
+        // patterns and labels are matched against every node.
+        let by_name: std::collections::HashMap<&str, u32> =
+            nodes.iter().enumerate().map(|(k, n)| (n.name.as_str(), k as u32)).collect();
         for (i, h) in sorted.iter().enumerate() {
             for member in &h.members {
-                if let Member::Nodes(sel) = member {
-                    own[i + 1].extend(nodes.iter().enumerate().filter(|(_, n)| sel.picks(n)).map(|(k, _)| k as u32));
+                match member {
+                    Member::Nodes(NodeSelector::Exact(name)) => own[i + 1].extend(by_name.get(name.as_str())),
+                    Member::Nodes(sel) => {
+                        own[i + 1].extend(nodes.iter().enumerate().filter(|(_, n)| sel.picks(n)).map(|(k, _)| k as u32))
+                    }
+                    Member::HyperNode(_) => {}
                 }
             }
         }
@@ -223,6 +235,7 @@ impl Tree {
             names: vec![CLUSTER.into()],
             tiers: vec![1],
             parents: vec![NONE],
+            children: vec![Vec::new()],
             nodes: vec![(0..nodes as u32).collect()],
             node_leaf: vec![0; nodes],
             tier_names: BTreeMap::new(),
@@ -281,7 +294,7 @@ mod tests {
 
     #[test]
     fn regex_and_label_members() {
-        let ns = vec![node("rack1-a", &[]), node("rack1-b", &[]), node("x", &[("rack", "1")]), node("y", &[])];
+        let ns = [node("rack1-a", &[]), node("rack1-b", &[]), node("x", &[("rack", "1")]), node("y", &[])];
         let re = Member::Nodes(NodeSelector::Regex(regex::Regex::new("^rack1-").unwrap()));
         let labels = Member::Nodes(NodeSelector::Labels(vec![MatchExpr {
             key: "rack".into(),
@@ -295,7 +308,7 @@ mod tests {
 
     #[test]
     fn two_parents_and_inverted_tiers_are_refused() {
-        let ns = vec![node("n1", &[])];
+        let ns = [node("n1", &[])];
         let h = [hn("a", 2, children(&["c"])), hn("b", 2, children(&["c"])), hn("c", 1, nodes(&["n1"]))];
         let e = Tree::build(&h, &ns.iter().collect::<Vec<_>>()).unwrap_err();
         assert_eq!(e, "HyperNode b: spec.members[0]: c already belongs to HyperNode a (one parent each)");
