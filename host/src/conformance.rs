@@ -559,7 +559,7 @@ fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
                 let mut sim = Simulation::from_cluster(
                     cluster,
                     Scheduler::new(later, lib),
-                    Options { max_cycles: 30, period: 1.0 },
+                    Options { max_cycles: 30, period: 1.0, ..Default::default() },
                 );
                 let mut reports = vec![sim.apply_outcome(out)];
                 reports.extend(sim.run());
@@ -753,7 +753,7 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
 /// cycles are checked one by one; `skip: N` runs N unchecked cycles first.
 fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>) {
     let period = s.get("period_seconds").and_then(Value::as_f64).unwrap_or(1.0);
-    let mut sim = Simulation::from_cluster(cluster, sched, Options { max_cycles: 1, period });
+    let mut sim = Simulation::from_cluster(cluster, sched, Options { max_cycles: 1, period, ..Default::default() });
     for (i, c) in s.get("sessions").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         for _ in 0..int(c.get("skip")).unwrap_or(0) {
             sim.step();
@@ -831,7 +831,7 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
 /// e2e scenarios: Volcano's e2e tests create jobs one after another and wait
 /// for each to settle, so each job arrives once the previous ones settled.
 fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, s: &Value, diffs: &mut Vec<String>) {
-    let per_job = Options { max_cycles: 30 * (jobs.len() + 1), period: 1.0 };
+    let per_job = Options { max_cycles: 30 * (jobs.len() + 1), period: 1.0, ..Default::default() };
     let mut sim = Simulation::from_cluster(cluster.clone(), sched, per_job);
     let mut reports = sim.run();
     for job in jobs {

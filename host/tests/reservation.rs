@@ -69,7 +69,11 @@ fn sim_of(yaml: &str, conf: &str) -> Simulation {
     let objects = manifest::parse(yaml, "inline").unwrap();
     let config = SchedulerConfig::parse(conf, "inline").unwrap();
     let lib = Library::load(None).unwrap();
-    Simulation::new(objects, Scheduler::new(config, &lib), Options { max_cycles: 100, period: 1.0 })
+    Simulation::new(
+        objects,
+        Scheduler::new(config, &lib),
+        Options { max_cycles: 100, period: 1.0, ..Default::default() },
+    )
 }
 
 const NODES: &str = r#"

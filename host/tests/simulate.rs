@@ -278,7 +278,7 @@ fn demo_sessions_start_from_the_last_one() {
     let objects = manifest::parse(&read("examples/demo/cluster.yaml"), "demo").unwrap();
     let config = SchedulerConfig::parse(&read("examples/scheduler.yaml"), "config").unwrap();
     let lib = Library::load(None).unwrap();
-    let options = simulate::Options { max_cycles: 30, period: 1.0 };
+    let options = simulate::Options { max_cycles: 30, period: 1.0, ..Default::default() };
     let mut sim = simulate::Simulation::new(objects, Scheduler::new(config, &lib), options);
     let mut binds = 0;
     for _ in 0..30 {
@@ -446,4 +446,50 @@ fn topology_example_places_partitions_and_keeps_racks_whole() {
     let _ = std::fs::remove_file(&path);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.matches("bind       ml/llm-late-worker-").count(), 3, "{out}");
+}
+
+/// HyperNodes discovered from node labels (`--hypernode-labels`): a gang
+/// limited to one rack lands in the rack with room for all of it; without
+/// the labels read there is no tree, and it spreads over both.
+#[test]
+fn hypernodes_from_node_labels_keep_a_gang_in_one_rack() {
+    let mut text = String::new();
+    for (n, rack) in [("n1", "r0"), ("n2", "r0"), ("n3", "r1"), ("n4", "r1")] {
+        text.push_str(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {n}, labels: {{example.com/spine: s0, example.com/rack: {rack}}}}}\n\
+             status: {{allocatable: {{cpu: '2', memory: 8Gi, pods: '110'}}}}\n---\n"
+        ));
+    }
+    text.push_str(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: filler, namespace: ns}\n\
+         spec: {nodeName: n1, containers: [{resources: {requests: {cpu: '1'}}}]}\nstatus: {phase: Running}\n---\n\
+         apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {name: g, namespace: ns}\n\
+         spec: {minMember: 4, networkTopology: {mode: hard, highestTierAllowed: 1}}\n",
+    );
+    for i in 0..4 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: g-{i}, namespace: ns, annotations: {{scheduling.k8s.io/group-name: g}}}}\n\
+             spec: {{schedulerName: volcano, containers: [{{resources: {{requests: {{cpu: '1'}}}}}}]}}\n"
+        ));
+    }
+    let path = std::env::temp_dir().join(format!("tephra-label-topology-{}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let file = path.to_str().unwrap();
+    let (code, out, err) = tephra(&["simulate", file, "--hypernode-labels", "example.com/spine,example.com/rack"]);
+    let (flat_code, flat, flat_err) = tephra(&["simulate", file]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!((code, flat_code), (0, 0), "{err}{flat_err}");
+    let nodes = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.contains("bind       ns/g-"))
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+            .collect()
+    };
+    let placed = nodes(&out);
+    assert_eq!(placed.len(), 4, "{out}");
+    assert!(placed.iter().all(|n| n == "n3" || n == "n4"), "{out}");
+    assert!(out.contains("domain     ns/g → HyperNode discovered-t1-r1 (tier 1)"), "{out}");
+    let spread = nodes(&flat);
+    assert_eq!(spread.len(), 4, "{flat}");
+    assert!(spread.iter().any(|n| n == "n1" || n == "n2"), "{flat}");
 }

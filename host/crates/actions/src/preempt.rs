@@ -19,6 +19,11 @@ pub fn execute(ssn: &mut Session) {
         if ssn.job_is_pending(j) || !job_valid(ssn, j) || !ssn.policies.job_starving(&ssn.events, j) {
             continue;
         }
+        // As in Volcano, a job with a network topology does not preempt task
+        // by task: gangpreempt makes room for it within its domain.
+        if super::topology::has_topology(ssn, j) {
+            continue;
+        }
         let q = ssn.job_queue(j);
         if !queues.contains(&q) {
             queues.push(q);

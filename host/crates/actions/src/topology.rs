@@ -21,6 +21,13 @@ pub fn wants_domain(ssn: &Session, job: u32) -> bool {
     ssn.snap.job_highest_tier[job as usize] != NONE || !ssn.extra.job_subgroups[job as usize].is_empty()
 }
 
+/// Whether `job` or one of its subgroups has a `networkTopology`
+/// (Volcano's `ContainsNetworkTopology`).
+pub fn has_topology(ssn: &Session, job: u32) -> bool {
+    ssn.snap.job_topology[job as usize]
+        || ssn.extra.job_subgroups[job as usize].iter().any(|&g| ssn.snap.subgroups[g as usize].topology)
+}
+
 /// Places pending `tasks` of `job` inside one HyperNode: the statement and
 /// whether the job is ready, or `None` (nothing applied) when no HyperNode
 /// the job may use can hold it. Placed tasks leave `tasks`.

@@ -50,6 +50,9 @@ pub struct Options {
     /// API writes in flight at once: binds, evictions, Scheduled Events,
     /// PodGroup and pod statuses (0 counts as 1).
     pub bind_concurrency: usize,
+    /// Node labels HyperNodes are discovered from, highest tier first
+    /// (none: only the API's HyperNodes).
+    pub hypernode_labels: Vec<String>,
 }
 
 /// Parses a positive duration: Go-style `1m30s`, `2s`, `500ms`, or plain
@@ -238,6 +241,10 @@ impl Driver for Kube {
             self.store.apply(cluster, change);
         }
         self.store.settle(cluster);
+        if !self.opts.hypernode_labels.is_empty() {
+            let nodes: Vec<_> = cluster.nodes.iter().collect();
+            tephra_model::topology::refresh_discovered(&mut cluster.hypernodes, &nodes, &self.opts.hypernode_labels);
+        }
         for bad in self.store.take_invalid() {
             tracing::warn!("{}", bad.message);
             self.invalid.push(bad);

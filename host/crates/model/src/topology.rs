@@ -112,6 +112,56 @@ impl SubGroupPolicy {
     }
 }
 
+/// Name prefix of the HyperNodes [`discover`] makes.
+pub const DISCOVERED: &str = "discovered-";
+
+/// HyperNodes from node labels, as Volcano's label discoverer makes them:
+/// `labels` name the tiers from the highest down (`zone,spine,rack`), the
+/// lowest holding nodes, each higher one the HyperNodes below it; a node
+/// lacking a label gets no HyperNode at that tier or above. One HyperNode
+/// per (tier, value), named `discovered-t<tier>-<value>`: a value found
+/// under two values of the tier above makes it a child of two parents,
+/// which the tree refuses (as Volcano's scheduler does).
+pub fn discover(nodes: &[&Node], labels: &[String]) -> Vec<HyperNode> {
+    let name = |tier: usize, value: &str| {
+        let clean: String =
+            value.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).collect();
+        format!("{DISCOVERED}t{tier}-{clean}")
+    };
+    let mut out: BTreeMap<String, HyperNode> = BTreeMap::new();
+    for n in nodes {
+        let mut member = Member::Nodes(NodeSelector::Exact(n.name.clone()));
+        for (i, key) in labels.iter().rev().enumerate() {
+            let Some(value) = n.labels.get(key) else { break };
+            let tier = i + 1;
+            let hn = out.entry(name(tier, value)).or_insert_with(|| HyperNode {
+                name: name(tier, value),
+                tier: tier as u32,
+                tier_name: key.clone(),
+                members: Vec::new(),
+            });
+            if !hn.members.contains(&member) {
+                hn.members.push(member);
+            }
+            member = Member::HyperNode(hn.name.clone());
+        }
+    }
+    out.into_values().collect()
+}
+
+/// Replaces the discovered HyperNodes of `hypernodes` with those the
+/// nodes' labels give now, touching nothing when they are the same (a
+/// changed set means a full snapshot).
+pub fn refresh_discovered(hypernodes: &mut BTreeMap<String, HyperNode>, nodes: &[&Node], labels: &[String]) {
+    let now = discover(nodes, labels);
+    let same = now.len() == hypernodes.keys().filter(|k| k.starts_with(DISCOVERED)).count()
+        && now.iter().all(|h| hypernodes.get(&h.name) == Some(h));
+    if !same {
+        hypernodes.retain(|k, _| !k.starts_with(DISCOVERED));
+        hypernodes.extend(now.into_iter().map(|h| (h.name.clone(), h)));
+    }
+}
+
 /// The HyperNode tree over a cluster's nodes, as the snapshot carries it:
 /// HyperNode 0 is the whole cluster, one tier above the highest, parent of
 /// every root; the others follow in name order.
@@ -304,6 +354,40 @@ mod tests {
         }]));
         let t = Tree::build(&[hn("r1", 1, vec![re, labels])], &ns.iter().collect::<Vec<_>>()).unwrap();
         assert_eq!(t.nodes[1], [0, 1, 2]);
+    }
+
+    /// Volcano's label discoverer: tiers from the labels, the lowest
+    /// holding nodes; a node without a label stops below that tier.
+    #[test]
+    fn hypernodes_from_labels() {
+        let ns = [
+            node("a", &[("spine", "s1"), ("rack", "R1")]),
+            node("b", &[("spine", "s1"), ("rack", "R2")]),
+            node("c", &[("rack", "R3")]),
+            node("d", &[]),
+        ];
+        let refs: Vec<&Node> = ns.iter().collect();
+        let labels = ["spine".to_string(), "rack".to_string()];
+        let found = discover(&refs, &labels);
+        let names: Vec<(&str, u32)> = found.iter().map(|h| (h.name.as_str(), h.tier)).collect();
+        assert_eq!(
+            names,
+            [("discovered-t1-r1", 1), ("discovered-t1-r2", 1), ("discovered-t1-r3", 1), ("discovered-t2-s1", 2)]
+        );
+        let t = Tree::build(&found, &refs).unwrap();
+        let s1 = t.names.iter().position(|n| n == "discovered-t2-s1").unwrap();
+        assert_eq!(t.nodes[s1], [0, 1]);
+        assert_eq!(t.node_leaf[3], 0, "d has no rack");
+        // Refreshing keeps the map untouched when nothing changed, and
+        // leaves HyperNodes from the API alone.
+        let mut map: BTreeMap<String, HyperNode> = [("api".to_string(), hn("api", 1, nodes(&["d"])))].into();
+        refresh_discovered(&mut map, &refs, &labels);
+        assert_eq!(map.len(), 5);
+        let before = map.clone();
+        refresh_discovered(&mut map, &refs, &labels);
+        assert_eq!(map, before);
+        refresh_discovered(&mut map, &refs[..1], &labels);
+        assert_eq!(map.keys().collect::<Vec<_>>(), ["api", "discovered-t1-r1", "discovered-t2-s1"]);
     }
 
     #[test]

@@ -26,11 +26,14 @@ pub struct Options {
     pub max_cycles: usize,
     /// Simulated seconds per cycle (Volcano's schedule period).
     pub period: f64,
+    /// Node labels HyperNodes are discovered from, highest tier first
+    /// (none: only HyperNode objects).
+    pub hypernode_labels: Vec<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_cycles: 50, period: 1.0 }
+        Options { max_cycles: 50, period: 1.0, hypernode_labels: Vec::new() }
     }
 }
 
@@ -393,6 +396,10 @@ impl Driver for Sim {
         self.report.arrivals = arrivals;
         self.kubelet(c);
         Self::controllers(c);
+        if !self.options.hypernode_labels.is_empty() {
+            let nodes: Vec<_> = c.nodes.iter().collect();
+            tephra_model::topology::refresh_discovered(&mut c.hypernodes, &nodes, &self.options.hypernode_labels);
+        }
         Some((self.time * 1000.0) as i64)
     }
 
