@@ -11,6 +11,8 @@ pub struct Gang {
     roles: Vec<Vec<(u32, u32)>>,
     /// Per job: (subgroup policy, minSubGroups > 0).
     partitions: Vec<Vec<(u32, u32)>>,
+    /// Per job, its subgroups.
+    groups: Vec<Vec<u32>>,
 }
 
 /// Volcano's `ValidTaskNum` statuses.
@@ -64,15 +66,11 @@ impl Gang {
             }
         }
         policies.iter().find_map(|&(policy, min)| {
-            let n = s
-                .snap
-                .subgroups
+            let n = self.groups[j as usize]
                 .iter()
-                .enumerate()
-                .filter(|(g, sg)| {
-                    sg.job == j
-                        && sg.policy == policy
-                        && (exist || held.get(&(*g as u32)).copied().unwrap_or(0) >= sg.min_available)
+                .filter(|&&g| {
+                    let sg = &s.snap.subgroups[g as usize];
+                    sg.policy == policy && (exist || held.get(&g).copied().unwrap_or(0) >= sg.min_available)
                 })
                 .count() as u32;
             (n < min).then_some((policy, n, min))
@@ -143,6 +141,13 @@ impl Policy for Gang {
             }
         }
         self.partitions = partitions;
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); s.jobs()];
+        for (g, sg) in s.snap.subgroups.iter().enumerate() {
+            if let Some(v) = groups.get_mut(sg.job as usize) {
+                v.push(g as u32);
+            }
+        }
+        self.groups = groups;
         Ok(())
     }
 

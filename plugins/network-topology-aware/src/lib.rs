@@ -10,6 +10,7 @@
 //!   task, hypernode binpack at every tier, faded per tier, so ordinary
 //!   pods fill partly used HyperNodes and whole ones stay free.
 
+use std::collections::HashMap;
 use tephra_sdk::resource::EPSILON;
 use tephra_sdk::{log, Args, Event, EventKind, ExtensionPoint as P, Policy, Session, TaskStatus, NONE};
 
@@ -122,7 +123,8 @@ impl NetworkTopologyAware {
     }
 
     /// Among the nodes sharing the best score, those whose HyperNode holds
-    /// more of the group gain that share.
+    /// more of the group gain that share (the group's tasks counted per
+    /// HyperNode once, not per node).
     fn break_ties(
         &self,
         s: &Session,
@@ -135,19 +137,21 @@ impl NetworkTopologyAware {
         if scores.iter().filter(|&&x| x == max).count() < 2 || tasks.is_empty() {
             return;
         }
+        let mut held: HashMap<u32, usize> = HashMap::new();
+        for &t in tasks {
+            let n = s.task_node(t);
+            if n != NONE {
+                for h in s.hypernode_chain(s.snap.node_hypernode[n as usize]) {
+                    *held.entry(h).or_default() += 1;
+                }
+            }
+        }
         for (score, &id) in scores.iter_mut().zip(ids) {
             if *score != max {
                 continue;
             }
             let Some(h) = hypernode(s, id) else { continue };
-            let held = tasks
-                .iter()
-                .filter(|&&t| {
-                    s.task_node(t) != NONE
-                        && s.hypernode_chain(s.snap.node_hypernode[s.task_node(t) as usize]).any(|x| x == h)
-                })
-                .count();
-            *score += held as f64 / tasks.len() as f64;
+            *score += held.get(&h).copied().unwrap_or(0) as f64 / tasks.len() as f64;
         }
     }
 
@@ -155,7 +159,8 @@ impl NetworkTopologyAware {
     fn binpack_tiers(&self, s: &Session, task: u32, nodes: &[u32], scores: &mut [f64]) {
         let req = s.task_req(task);
         let tiers: Vec<u32> = (self.min_tier..=self.max_tier).collect();
-        let fade: Vec<f64> = tiers.iter().map(|&t| self.fading.powi(t as i32 - 1)).collect();
+        // fading^(tier − 1); a tier 0 counts as tier 1 (no negative power of 0).
+        let fade: Vec<f64> = tiers.iter().map(|&t| self.fading.powi(t.saturating_sub(1).min(64) as i32)).collect();
         let total: f64 = fade.iter().sum();
         if total <= 0.0 {
             return;

@@ -37,7 +37,6 @@ impl Policy for Priority {
         (victims, Vote::Permit)
     }
 
-    /// Starving while any task is neither placed nor pipelined.
     /// Gang preemption takes only lower-priority jobs; gang reclaim any.
     fn evictable(
         &mut self,
@@ -52,6 +51,7 @@ impl Policy for Priority {
         (candidates.iter().copied().filter(keep).collect(), Vote::Permit)
     }
 
+    /// Starving while any task is neither placed nor pipelined.
     fn job_starving(&mut self, s: &Session, j: u32) -> bool {
         let i = j as usize;
         ((s.job_ready[i] + s.job_waiting[i]) as usize) < s.job_tasks(j).len()

@@ -67,15 +67,19 @@ pub fn execute(ssn: &mut Session) {
         let mut tasks = worksheet.remove(&job).unwrap_or_default();
         let roles = failed_roles.entry(job).or_default();
         let mut roles = std::mem::take(roles);
-        let stmt = if super::topology::wants_domain(ssn, job) {
-            super::topology::allocate(ssn, job, &mut tasks)
+        let (stmt, domains) = if super::topology::wants_domain(ssn, job) {
+            match super::topology::allocate(ssn, job, &mut tasks) {
+                Some(p) => (Some((p.stmt, p.ready)), p.domains),
+                None => (None, Vec::new()),
+            }
         } else {
-            allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors, &mut classes)
+            (allocate_tasks(ssn, job, &mut tasks, &mut roles, cache_errors, &mut classes), Vec::new())
         };
         failed_roles.insert(job, roles);
         if let Some((stmt, ready)) = stmt {
             if ready {
                 stmt.commit(ssn);
+                ssn.domains.extend(domains.into_iter().map(|(g, h)| (job, g, h)));
                 if !tasks.is_empty() {
                     worksheet.insert(job, tasks);
                     jobs_by_queue.entry(q).or_insert_with(|| Keyed::new(rank.clone())).push(ssn, Kind::Job, &[job]);

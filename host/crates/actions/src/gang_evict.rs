@@ -38,6 +38,8 @@ fn name(kind: EvictionKind) -> &'static str {
 struct Args {
     max_domains: usize,
     allow_whole: bool,
+    /// Per job, whether its PodGroup opts out of being a victim.
+    opted_out: Vec<bool>,
 }
 
 impl Args {
@@ -47,7 +49,11 @@ impl Args {
         let args = ssn.action_args.get(name(kind));
         let get = |k: &str| args.and_then(|a| a.get(k));
         let max_domains = get("maxDomains").and_then(|v| v.parse::<i64>().ok()).filter(|&n| n > 0).unwrap_or(8);
-        Args { max_domains: max_domains as usize, allow_whole: get("allowWholeBundle").is_none_or(|v| v != "false") }
+        Args {
+            max_domains: max_domains as usize,
+            allow_whole: get("allowWholeBundle").is_none_or(|v| v != "false"),
+            opted_out: opted_out(ssn),
+        }
     }
 }
 
@@ -74,9 +80,10 @@ fn execute(ssn: &mut Session, kind: EvictionKind) {
         let mut jobs = starving.remove(&q).unwrap_or_default();
         while let Some(job) = pop_first(ssn, Kind::Job, &mut jobs) {
             let mut stmt = Statement::new();
-            evict_for(ssn, &mut stmt, kind, &args, job);
+            let domain = evict_for(ssn, &mut stmt, kind, &args, job);
             if !stmt.is_empty() && job_pipelined(ssn, job) {
                 stmt.commit(ssn);
+                ssn.domains.extend(domain.map(|h| (job, NONE, h)));
             } else {
                 stmt.discard(ssn);
             }
@@ -86,20 +93,20 @@ fn execute(ssn: &mut Session, kind: EvictionKind) {
 
 /// Tries the job's candidate domains in order; in the first where evicting
 /// bundles lets all its pending tasks fit, applies the evictions and
-/// pipelines the tasks into `stmt`.
-fn evict_for(ssn: &mut Session, stmt: &mut Statement, kind: EvictionKind, args: &Args, job: u32) {
+/// pipelines the tasks into `stmt`; that domain.
+fn evict_for(ssn: &mut Session, stmt: &mut Statement, kind: EvictionKind, args: &Args, job: u32) -> Option<u32> {
     let mut pending: Vec<u32> = ssn.extra.job_tasks[job as usize]
         .iter()
         .copied()
         .filter(|&t| ssn.task_status(t) == TaskStatus::Pending && !ssn.extra.task_best_effort[t as usize])
         .collect();
     if pending.is_empty() {
-        return;
+        return None;
     }
     sort(ssn, Kind::Task, &mut pending);
     let queue = ssn.job_queue(job);
     if kind == EvictionKind::GangReclaim && !ssn.policies.all_true(&ssn.events, Call::Preemptive(queue, pending[0])) {
-        return;
+        return None;
     }
     let mut need = vec![0.0; ssn.d];
     for &t in &pending {
@@ -142,16 +149,16 @@ fn evict_for(ssn: &mut Session, stmt: &mut Statement, kind: EvictionKind, args: 
             }
             let mut tasks = pending.iter().copied().collect();
             match topology::place_in(ssn, job, &mut tasks, domain) {
-                Some((placed, _)) => {
-                    plan.merge(placed);
+                Some(placed) => {
+                    plan.merge(placed.stmt);
                     stmt.merge(plan);
-                    ssn.domains.push((job, NONE, domain));
-                    return;
+                    return Some(domain);
                 }
                 None => plan.discard(ssn),
             }
         }
     }
+    None
 }
 
 /// Victims of one job in a domain, evicted together.
@@ -199,7 +206,7 @@ fn bundles(
             }
             EvictionKind::GangReclaim => vq != queue && ssn.snap.queue_reclaimable[vq as usize],
         };
-        if allowed && job_preemptable(ssn, vj) {
+        if allowed && !args.opted_out[vj as usize] {
             by_job.entry(vj).or_default().push(t);
         }
     }
@@ -223,14 +230,17 @@ fn bundles(
     out
 }
 
-/// A victim job's PodGroup may opt out (`volcano.sh/preemptable: "false"`).
-fn job_preemptable(ssn: &Session, job: u32) -> bool {
-    let key = ssn.snap.strings.iter().position(|s| s == "volcano.sh/preemptable");
-    let Some(key) = key else { return true };
-    !ssn.snap
-        .job_annotations
-        .iter()
-        .any(|l| l.owner == job && l.key == key as u32 && ssn.snap.strings[l.value as usize] == "false")
+/// Per job, whether its PodGroup opts out of being a victim
+/// (`volcano.sh/preemptable: "false"`).
+fn opted_out(ssn: &Session) -> Vec<bool> {
+    let mut out = vec![false; ssn.jobs()];
+    let Some(key) = ssn.snap.strings.iter().position(|s| s == "volcano.sh/preemptable") else { return out };
+    for l in ssn.snap.job_annotations.iter().filter(|l| l.key == key as u32) {
+        if ssn.snap.strings[l.value as usize] == "false" {
+            out[l.owner as usize] = true;
+        }
+    }
+    out
 }
 
 /// Volcano's `CreateJobBundles`: the tasks of `job` on the domain
@@ -284,7 +294,7 @@ fn job_bundles(ssn: &Session, job: u32, mut local: Vec<u32>, need: &[f64]) -> Ve
         let g = ssn.snap.task_subgroup[t as usize];
         let policy = (g != NONE).then(|| ssn.snap.subgroups[g as usize].policy);
         let group_safe = mins.is_empty()
-            || (g != NONE && (broken[&g] || policy.and_then(|p| group_surplus.get(&p)).is_none_or(|&s| s > 0)));
+            || (g != NONE && (broken[&g] || policy.and_then(|p| group_surplus.get(&p)).is_some_and(|&s| s > 0)));
         if surplus > 0 && role_safe && group_safe {
             safe.push(t);
             surplus -= 1;

@@ -16,9 +16,20 @@ use tephra_model::topology::Tree;
 use tephra_session::session::{is_allocated, Session, NONE};
 use tephra_session::statement::Statement;
 
-/// Whether allocate places `job` through a HyperNode.
+/// Whether allocate places `job` through a HyperNode (also when the
+/// HyperNodes are unusable and the job has a topology: it then waits).
 pub fn wants_domain(ssn: &Session, job: u32) -> bool {
-    ssn.snap.job_highest_tier[job as usize] != NONE || !ssn.extra.job_subgroups[job as usize].is_empty()
+    ssn.snap.job_highest_tier[job as usize] != NONE
+        || !ssn.extra.job_subgroups[job as usize].is_empty()
+        || (ssn.extra.topology_error.is_some() && has_topology(ssn, job))
+}
+
+/// A placement the topology path made: kept (ready or pipelined), with
+/// the HyperNodes chosen as (subgroup or `NONE`: the job, HyperNode).
+pub struct Placed {
+    pub stmt: Statement,
+    pub ready: bool,
+    pub domains: Vec<(u32, u32)>,
 }
 
 /// Whether `job` or one of its subgroups has a `networkTopology`
@@ -28,10 +39,10 @@ pub fn has_topology(ssn: &Session, job: u32) -> bool {
         || ssn.extra.job_subgroups[job as usize].iter().any(|&g| ssn.snap.subgroups[g as usize].topology)
 }
 
-/// Places pending `tasks` of `job` inside one HyperNode: the statement and
-/// whether the job is ready, or `None` (nothing applied) when no HyperNode
-/// the job may use can hold it. Placed tasks leave `tasks`.
-pub fn allocate(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>) -> Option<(Statement, bool)> {
+/// Places pending `tasks` of `job` inside one HyperNode, or `None`
+/// (nothing applied) when no HyperNode the job may use can hold it. Placed
+/// tasks leave `tasks`.
+pub fn allocate(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>) -> Option<Placed> {
     if let Some(e) = ssn.extra.topology_error.clone() {
         ssn.note_job(job, format!("waits for a usable HyperNode tree: {e}"));
         return None;
@@ -47,15 +58,17 @@ pub fn allocate(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>) -> Optio
     };
     let need = if placed.is_some() { Vec::new() } else { min_resources(ssn, job) };
     let slots = Slots::of(ssn, tasks, job_short(ssn, job));
-    for gradient in gradients(&tree, root, limit) {
+    for gradient in job_gradients(&tree, root, limit) {
         let mut gradient = with_room(ssn, &tree, gradient, &need);
         gradient.retain(|&h| slots.may_fit(ssn, &tree.nodes[h as usize]));
         for hn in ordered(ssn, job, NONE, gradient) {
             let mut left = tasks.clone();
-            let Some((stmt, ready)) = try_in(ssn, &tree, job, &mut left, hn, false) else { continue };
+            let Some(mut placed) = try_in(ssn, &tree, job, &mut left, hn, false) else { continue };
             *tasks = left;
-            ssn.domains.push((job, NONE, hn));
-            return Some((stmt, ready));
+            if limit != NONE {
+                placed.domains.insert(0, (NONE, hn));
+            }
+            return Some(placed);
         }
     }
     let within = if limit == NONE { String::new() } else { format!(" of tier {limit} or lower") };
@@ -64,11 +77,24 @@ pub fn allocate(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>) -> Optio
 }
 
 /// The job's pending `tasks` placed inside HyperNode `domain` as allocate
-/// would, pipelined tasks nominated (gang eviction's plan): the statement
-/// and whether the job is ready, or `None` with nothing applied.
-pub fn place_in(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>, domain: u32) -> Option<(Statement, bool)> {
+/// would, but only pipelined and nominated, never bound (gang eviction's
+/// plan: the room is the victims' once they are gone), or `None` with
+/// nothing applied.
+pub fn place_in(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>, domain: u32) -> Option<Placed> {
     let tree = Arc::clone(&ssn.extra.topology);
     try_in(ssn, &tree, job, tasks, domain, true)
+}
+
+/// A job's candidate gradients: with a limit, every tier up to it under
+/// `root`, lowest first; without one (a job placed through its subgroups'
+/// limits only) just `root`, as Volcano's job gradient for a job that is
+/// not hard.
+fn job_gradients(tree: &Tree, root: u32, limit: u32) -> Vec<Vec<u32>> {
+    if limit == NONE {
+        vec![vec![root]]
+    } else {
+        gradients(tree, root, limit)
+    }
 }
 
 /// Where gang eviction may make room for `job`: for a job with a hard
@@ -76,7 +102,10 @@ pub fn place_in(ssn: &mut Session, job: u32, tasks: &mut VecDeque<u32>, domain: 
 /// once emptied, highest tier first, at most `max`; for any other job the
 /// whole cluster.
 pub fn eviction_domains(ssn: &Session, job: u32, max: usize) -> Vec<u32> {
-    if !wants_domain(ssn, job) || ssn.extra.topology_error.is_some() {
+    if ssn.extra.topology_error.is_some() && has_topology(ssn, job) {
+        return Vec::new();
+    }
+    if ssn.snap.job_highest_tier[job as usize] == NONE {
         return vec![0];
     }
     let tree = Arc::clone(&ssn.extra.topology);
@@ -99,7 +128,7 @@ pub fn eviction_domains(ssn: &Session, job: u32, max: usize) -> Vec<u32> {
     let mut out = Vec::new();
     // Volcano's reversed, capped gradients: whole tiers from the highest
     // down while they fit, then the last ones of the next.
-    for gradient in gradients(&tree, root, limit).into_iter().rev() {
+    for gradient in job_gradients(&tree, root, limit).into_iter().rev() {
         let gradient: Vec<u32> = gradient.into_iter().filter(|&h| fits(h)).collect();
         let left = max - out.len();
         let take = gradient.len().min(left);
@@ -120,7 +149,7 @@ fn try_in(
     tasks: &mut VecDeque<u32>,
     hn: u32,
     nominate: bool,
-) -> Option<(Statement, bool)> {
+) -> Option<Placed> {
     let mut stmt = Statement::new();
     let required = required(ssn, job, tasks);
     let mut queue: Vec<u32> = tasks.iter().map(|&t| subgroup(ssn, t)).collect();
@@ -129,16 +158,21 @@ fn try_in(
     // Volcano's subgroup queue: the groups a minSubGroups needs first, then
     // those not ready; a group placed until ready goes back while it has
     // pending tasks, one failing is dropped; until the job is ready.
+    let mut domains = Vec::new();
     while let Some(group) = next_group(ssn, job, &required, &mut queue) {
         let mut mine: VecDeque<u32> = tasks.iter().copied().filter(|&t| subgroup(ssn, t) == group).collect();
         let own_limit = if group == NONE { NONE } else { ssn.snap.subgroups[group as usize].highest_tier };
         let placed = if own_limit == NONE {
             place(ssn, job, group, &mut mine, &tree.nodes[hn as usize], nominate)
         } else {
-            place_subgroup(ssn, tree, job, group, &mut mine, hn, nominate)
+            place_subgroup(ssn, tree, job, group, &mut mine, hn, nominate).map(|(s, h)| {
+                domains.push((group, h));
+                s
+            })
         };
         let Some(s) = placed else { continue };
-        tasks.retain(|t| subgroup(ssn, *t) != group || mine.contains(t));
+        let left: std::collections::HashSet<u32> = mine.iter().copied().collect();
+        tasks.retain(|t| subgroup(ssn, *t) != group || left.contains(t));
         stmt.merge(s);
         if job_ready(ssn, job) {
             break;
@@ -149,14 +183,15 @@ fn try_in(
     }
     let ready = job_ready(ssn, job);
     if !stmt.is_empty() && (ready || job_pipelined(ssn, job)) {
-        Some((stmt, ready))
+        Some(Placed { stmt, ready, domains })
     } else {
         stmt.discard(ssn);
         None
     }
 }
 
-/// A subgroup with a limit of its own: inside one HyperNode under `within`.
+/// A subgroup with a limit of its own: inside one HyperNode under `within`
+/// (the statement and the HyperNode).
 fn place_subgroup(
     ssn: &mut Session,
     tree: &Tree,
@@ -165,7 +200,7 @@ fn place_subgroup(
     tasks: &mut VecDeque<u32>,
     within: u32,
     nominate: bool,
-) -> Option<Statement> {
+) -> Option<(Statement, u32)> {
     let limit = ssn.snap.subgroups[group as usize].highest_tier;
     let members = ssn.extra.subgroup_tasks[group as usize].clone();
     let placed = home(ssn, tree, &members);
@@ -181,8 +216,7 @@ fn place_subgroup(
             let mut left = tasks.clone();
             if let Some(s) = place(ssn, job, group, &mut left, &tree.nodes[hn as usize], nominate) {
                 *tasks = left;
-                ssn.domains.push((job, group, hn));
-                return Some(s);
+                return Some((s, hn));
             }
         }
     }
@@ -191,8 +225,8 @@ fn place_subgroup(
 
 /// Places tasks of `group` (a subgroup, or `NONE`: the job's tasks in
 /// none) on `nodes` until the group is ready: the statement when it is
-/// ready or pipelined, else nothing (discarded). `nominate`: pipelined
-/// tasks are nominated to their nodes (room made by evictions).
+/// ready or pipelined, else nothing (discarded). `nominate`: every task is
+/// pipelined and nominated to its node (room made by evictions), none bound.
 fn place(
     ssn: &mut Session,
     job: u32,
@@ -213,13 +247,15 @@ fn place(
             continue;
         }
         let fits = feasible_in(ssn, t, nodes);
-        let Some(node) = best_node(ssn, t, &fits) else {
+        // The node preemption nominated, when it is among them (Volcano).
+        let nominated = ssn.extra.task_nominated[t as usize];
+        let Some(node) = fits.contains(&nominated).then_some(nominated).or_else(|| best_node(ssn, t, &fits)) else {
             if whole {
                 break;
             }
             continue;
         };
-        if ssn.short(ssn.req(t), node, false).is_none() {
+        if !nominate && ssn.short(ssn.req(t), node, false).is_none() {
             stmt.allocate(ssn, t, node);
         } else {
             stmt.pipeline(ssn, t, node, nominate);

@@ -20,8 +20,8 @@ mod bindings {
         });
     }
 
-    /// Contract 0.6.0: the same points but `hypernode-order`, a snapshot
-    /// without the topology.
+    /// Contract 0.6.0: the same points but `hypernode-order` and
+    /// `evictable`, a snapshot without the topology.
     pub mod v0_6 {
         wasmtime::component::bindgen!({
             world: "tephra:scheduler/all-points@0.6.0",

@@ -133,6 +133,8 @@ pub struct Kube {
     writes: Vec<controller::Write>,
     /// Plugin objects: declared plugin versions.
     rollouts: rollout::Rollouts,
+    /// HyperNodes made from node labels (`--hypernode-labels`).
+    discovered: std::collections::BTreeSet<String>,
 }
 
 impl Kube {
@@ -210,6 +212,7 @@ impl Kube {
             invalid: Vec::new(),
             writes: Vec::new(),
             rollouts,
+            discovered: Default::default(),
         };
         Ok(Some((kube, cluster)))
     }
@@ -241,9 +244,16 @@ impl Driver for Kube {
             self.store.apply(cluster, change);
         }
         self.store.settle(cluster);
+        // Without the HyperNodes, topology jobs wait rather than run as if
+        // the network were flat.
+        let denied = self.watches.denied("hypernodes");
+        if cluster.topology_error != denied {
+            cluster.topology_error = denied;
+        }
         if !self.opts.hypernode_labels.is_empty() {
             let nodes: Vec<_> = cluster.nodes.iter().collect();
-            tephra_model::topology::refresh_discovered(&mut cluster.hypernodes, &nodes, &self.opts.hypernode_labels);
+            let labels = &self.opts.hypernode_labels;
+            tephra_model::topology::refresh_discovered(&mut cluster.hypernodes, &mut self.discovered, &nodes, labels);
         }
         for bad in self.store.take_invalid() {
             tracing::warn!("{}", bad.message);

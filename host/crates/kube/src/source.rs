@@ -100,6 +100,11 @@ const STREAMS: [&str; 11] = [
     "hypernodes",
 ];
 
+/// Watches of kinds a cluster may lack (a CRD not installed): their list
+/// failing with 404 (or 403) counts as empty, so the other watches' sync
+/// does not wait for them.
+const OPTIONAL: [&str; 1] = ["hypernodes"];
+
 /// Where an event stands in a watch's (re)list.
 #[derive(PartialEq)]
 enum Step {
@@ -170,14 +175,19 @@ impl Change {
 pub struct Watches {
     rx: mpsc::UnboundedReceiver<Change>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Kinds the API server refuses to list to us (RBAC), with why.
+    denied: Denied,
 }
+
+/// Per watch (by name), why the API server refuses to list its kind.
+type Denied = std::sync::Arc<std::sync::Mutex<HashMap<&'static str, String>>>;
 
 /// Runs one watcher in the background; errors are logged and retried with
 /// backoff (the watcher relists after a 410 or a reconnect).
 fn forward<K>(
     api: Api<K>,
     config: watcher::Config,
-    tx: mpsc::UnboundedSender<Change>,
+    (tx, denied): (mpsc::UnboundedSender<Change>, Denied),
     wrap: impl Fn(Box<Event<K>>) -> Change + Send + 'static,
     what: &'static str,
 ) -> tokio::task::JoinHandle<()>
@@ -189,20 +199,32 @@ where
         let mut stream = std::pin::pin!(stream);
         // A kind whose CRD is not installed lists as empty (once), so the
         // store syncs; the watch keeps trying and lists it once it appears.
+        // One we may not list (RBAC) does too, and is reported as denied.
         let mut absent_told = false;
         while let Some(item) = stream.next().await {
             match item {
                 Ok(mut ev) => {
+                    if absent_told {
+                        denied.lock().unwrap_or_else(|e| e.into_inner()).remove(what);
+                    }
                     // managedFields are half of most objects and never read here.
                     ev = ev.modify(|o| o.managed_fields_mut().clear());
                     if tx.send(wrap(Box::new(ev))).is_err() {
                         return;
                     }
                 }
-                Err(watcher::Error::InitialListFailed(kube::Error::Api(e))) if e.code == 404 => {
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(e)))
+                    if OPTIONAL.contains(&what) && (e.code == 404 || e.code == 403) =>
+                {
                     if !absent_told {
                         absent_told = true;
-                        tracing::warn!("watch {what}: the API server does not serve them (CRD not installed?)");
+                        if e.code == 403 {
+                            let why = format!("the API server refuses to list {what} to tephra: {}", e.message);
+                            tracing::error!("watch {what}: {why}");
+                            denied.lock().unwrap_or_else(|e| e.into_inner()).insert(what, why);
+                        } else {
+                            tracing::warn!("watch {what}: the API server does not serve them (CRD not installed?)");
+                        }
                         let _ = tx.send(wrap(Box::new(Event::Init)));
                         if tx.send(wrap(Box::new(Event::InitDone))).is_err() {
                             return;
@@ -221,30 +243,96 @@ impl Watches {
     /// state), and others' bound ones.
     pub fn start(client: &Client, scheduler_name: &str) -> Watches {
         let (tx, rx) = mpsc::unbounded_channel();
+        let denied: Denied = Default::default();
         let pods: Api<Pod> = Api::all(client.clone());
         let ours = watcher::Config::default().fields(&format!("spec.schedulerName={scheduler_name}"));
         let others =
             watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler_name},spec.nodeName!="));
         let (qr, pgr, hnr) = (queue_resource(), podgroup_resource(), hypernode_resource());
         let tasks = vec![
-            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Node, STREAMS[0]),
-            forward(pods.clone(), ours, tx.clone(), |event| Change::Pod { ours: true, event }, STREAMS[1]),
-            forward(pods, others, tx.clone(), |event| Change::Pod { ours: false, event }, STREAMS[2]),
-            forward(Api::all_with(client.clone(), &pgr), Default::default(), tx.clone(), Change::PodGroup, STREAMS[3]),
-            forward(Api::all_with(client.clone(), &qr), Default::default(), tx.clone(), Change::Queue, STREAMS[4]),
-            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Class, STREAMS[5]),
-            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Namespace, STREAMS[6]),
-            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Claim, STREAMS[7]),
-            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::Volume, STREAMS[8]),
-            forward(Api::all(client.clone()), Default::default(), tx.clone(), Change::CsiNode, STREAMS[9]),
-            forward(Api::all_with(client.clone(), &hnr), Default::default(), tx, Change::HyperNode, STREAMS[10]),
+            forward(
+                Api::all(client.clone()),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::Node,
+                STREAMS[0],
+            ),
+            forward(
+                pods.clone(),
+                ours,
+                (tx.clone(), denied.clone()),
+                |event| Change::Pod { ours: true, event },
+                STREAMS[1],
+            ),
+            forward(pods, others, (tx.clone(), denied.clone()), |event| Change::Pod { ours: false, event }, STREAMS[2]),
+            forward(
+                Api::all_with(client.clone(), &pgr),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::PodGroup,
+                STREAMS[3],
+            ),
+            forward(
+                Api::all_with(client.clone(), &qr),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::Queue,
+                STREAMS[4],
+            ),
+            forward(
+                Api::all(client.clone()),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::Class,
+                STREAMS[5],
+            ),
+            forward(
+                Api::all(client.clone()),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::Namespace,
+                STREAMS[6],
+            ),
+            forward(
+                Api::all(client.clone()),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::Claim,
+                STREAMS[7],
+            ),
+            forward(
+                Api::all(client.clone()),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::Volume,
+                STREAMS[8],
+            ),
+            forward(
+                Api::all(client.clone()),
+                Default::default(),
+                (tx.clone(), denied.clone()),
+                Change::CsiNode,
+                STREAMS[9],
+            ),
+            forward(
+                Api::all_with(client.clone(), &hnr),
+                Default::default(),
+                (tx, denied.clone()),
+                Change::HyperNode,
+                STREAMS[10],
+            ),
         ];
-        Watches { rx, tasks }
+        Watches { rx, tasks, denied }
     }
 
     /// The next event (waiting for it).
     pub async fn next(&mut self) -> Option<Change> {
         self.rx.recv().await
+    }
+
+    /// Why the API server refuses to list a watch's kind, if it does.
+    pub fn denied(&self, what: &str) -> Option<String> {
+        self.denied.lock().unwrap_or_else(|e| e.into_inner()).get(what).cloned()
     }
 
     /// The events delivered so far, without waiting.

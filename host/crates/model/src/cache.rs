@@ -55,6 +55,7 @@ pub struct Basis {
     pub(crate) storage: Storage,
     /// The HyperNodes the topology columns were built from.
     pub(crate) hypernodes: BTreeMap<String, crate::topology::HyperNode>,
+    pub(crate) topology_error: Option<String>,
     /// The label keys selectors read (what classes cover of labels).
     pub(crate) selector_keys: crate::snapshot::LabelKeys,
     /// Whether status overrides applied (a scenario's session: never kept).
@@ -143,6 +144,7 @@ fn settle(mut k: Built, c: &Cluster, overrides: &StatusOverrides, now_ms: i64) -
         || b.namespaces != c.namespaces
         || !b.storage.is(c)
         || b.hypernodes != c.hypernodes
+        || b.topology_error != c.topology_error
         || !unchanged(c.nodes.changes_since(nodes?))
         || !unchanged(c.queues.changes_since(queues?))
     {

@@ -347,6 +347,9 @@ pub struct Cluster {
     pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
     /// HyperNodes by name.
     pub hypernodes: BTreeMap<String, crate::topology::HyperNode>,
+    /// Why the HyperNodes cannot be known (the API refuses to list them):
+    /// jobs with a network topology wait.
+    pub topology_error: Option<String>,
 }
 
 /// A PersistentVolumeClaim: the volume it is bound to, if any.

@@ -467,6 +467,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     basis.namespaces = cluster.namespaces.clone();
     basis.storage = crate::cache::Storage::of(cluster);
     basis.hypernodes = cluster.hypernodes.clone();
+    basis.topology_error = cluster.topology_error.clone();
     basis.selector_keys = keys;
     basis.job_sig = job_sig;
     basis.overrides = !overrides.is_empty();

@@ -52,7 +52,8 @@ impl NodeSelector {
         match self {
             NodeSelector::Exact(name) => &n.name == name,
             NodeSelector::Regex(re) => re.is_match(&n.name),
-            NodeSelector::Labels(reqs) => crate::snapshot::selects(&Some(reqs.clone()), &n.labels),
+            // An empty labelMatch picks nothing (Volcano's member resolution).
+            NodeSelector::Labels(reqs) => !reqs.is_empty() && crate::snapshot::selects(&Some(reqs.clone()), &n.labels),
         }
     }
 }
@@ -119,46 +120,70 @@ pub const DISCOVERED: &str = "discovered-";
 /// `labels` name the tiers from the highest down (`zone,spine,rack`), the
 /// lowest holding nodes, each higher one the HyperNodes below it; a node
 /// lacking a label gets no HyperNode at that tier or above. One HyperNode
-/// per (tier, value), named `discovered-t<tier>-<value>`: a value found
-/// under two values of the tier above makes it a child of two parents,
-/// which the tree refuses (as Volcano's scheduler does).
+/// per (tier, value), named `discovered-t<tier>-<value>` (a value that is
+/// not a valid name part gets a hash of itself appended, so two values
+/// never share one): a value found under two values of the tier above
+/// makes it a child of two parents, which the tree refuses (as Volcano's
+/// scheduler does).
 pub fn discover(nodes: &[&Node], labels: &[String]) -> Vec<HyperNode> {
     let name = |tier: usize, value: &str| {
-        let clean: String =
-            value.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).collect();
-        format!("{DISCOVERED}t{tier}-{clean}")
+        let clean: String = value
+            .chars()
+            .map(|c| c.to_ascii_lowercase())
+            .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' { c } else { '-' })
+            .collect();
+        if clean == value {
+            return format!("{DISCOVERED}t{tier}-{clean}");
+        }
+        // FNV-1a: stable across runs and builds.
+        let hash =
+            value.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        format!("{DISCOVERED}t{tier}-{clean}-{:08x}", hash as u32)
     };
-    let mut out: BTreeMap<String, HyperNode> = BTreeMap::new();
+    let mut out: BTreeMap<String, (HyperNode, BTreeSet<String>)> = BTreeMap::new();
     for n in nodes {
-        let mut member = Member::Nodes(NodeSelector::Exact(n.name.clone()));
+        let mut member = (Member::Nodes(NodeSelector::Exact(n.name.clone())), n.name.clone());
         for (i, key) in labels.iter().rev().enumerate() {
             let Some(value) = n.labels.get(key) else { break };
             let tier = i + 1;
-            let hn = out.entry(name(tier, value)).or_insert_with(|| HyperNode {
-                name: name(tier, value),
-                tier: tier as u32,
-                tier_name: key.clone(),
-                members: Vec::new(),
+            let hn_name = name(tier, value);
+            let (hn, seen) = out.entry(hn_name.clone()).or_insert_with(|| {
+                let hn =
+                    HyperNode { name: hn_name.clone(), tier: tier as u32, tier_name: key.clone(), members: Vec::new() };
+                (hn, BTreeSet::new())
             });
-            if !hn.members.contains(&member) {
-                hn.members.push(member);
+            if seen.insert(member.1.clone()) {
+                hn.members.push(member.0);
             }
-            member = Member::HyperNode(hn.name.clone());
+            member = (Member::HyperNode(hn_name.clone()), hn_name);
         }
     }
-    out.into_values().collect()
+    out.into_values().map(|(h, _)| h).collect()
 }
 
-/// Replaces the discovered HyperNodes of `hypernodes` with those the
-/// nodes' labels give now, touching nothing when they are the same (a
-/// changed set means a full snapshot).
-pub fn refresh_discovered(hypernodes: &mut BTreeMap<String, HyperNode>, nodes: &[&Node], labels: &[String]) {
-    let now = discover(nodes, labels);
-    let same = now.len() == hypernodes.keys().filter(|k| k.starts_with(DISCOVERED)).count()
-        && now.iter().all(|h| hypernodes.get(&h.name) == Some(h));
+/// Replaces the HyperNodes discovered last time (`known`, kept by the
+/// caller) with those the nodes' labels give now, touching nothing when
+/// they are the same (a changed set means a full snapshot). HyperNodes
+/// from the API are left alone and win a name both have.
+pub fn refresh_discovered(
+    hypernodes: &mut BTreeMap<String, HyperNode>,
+    known: &mut BTreeSet<String>,
+    nodes: &[&Node],
+    labels: &[String],
+) {
+    let now: Vec<HyperNode> = discover(nodes, labels)
+        .into_iter()
+        .filter(|h| known.contains(&h.name) || !hypernodes.contains_key(&h.name))
+        .collect();
+    let same = now.len() == known.len() && now.iter().all(|h| hypernodes.get(&h.name) == Some(h));
     if !same {
-        hypernodes.retain(|k, _| !k.starts_with(DISCOVERED));
-        hypernodes.extend(now.into_iter().map(|h| (h.name.clone(), h)));
+        for k in std::mem::take(known) {
+            hypernodes.remove(&k);
+        }
+        for h in now {
+            known.insert(h.name.clone());
+            hypernodes.insert(h.name.clone(), h);
+        }
     }
 }
 
@@ -184,9 +209,9 @@ const NONE: u32 = u32::MAX;
 
 impl Tree {
     /// The tree of `hypernodes` over `nodes`. A HyperNode claimed by two
-    /// parents, a cycle, or a child at or above its parent's tier makes it
-    /// unusable: the error names the HyperNodes and the field. A member
-    /// naming a HyperNode that does not exist (yet) is skipped.
+    /// parents, or one containing itself through its members, makes it
+    /// unusable (as in Volcano): the error names the HyperNodes and the field.
+    /// A member naming a HyperNode that does not exist (yet) is skipped.
     pub fn build(hypernodes: &[HyperNode], nodes: &[&Node]) -> Result<Tree, String> {
         if hypernodes.is_empty() {
             return Ok(Tree::flat(nodes.len()));
@@ -195,17 +220,17 @@ impl Tree {
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         let index: BTreeMap<&str, u32> =
             sorted.iter().enumerate().map(|(i, h)| (h.name.as_str(), i as u32 + 1)).collect();
-        let top = sorted.iter().map(|h| h.tier + 1).max().unwrap_or(1).max(1);
+        let top = sorted.iter().map(|h| h.tier.saturating_add(1)).max().unwrap_or(1).max(1);
+        let n = sorted.len() + 1;
         let mut tree = Tree {
             names: std::iter::once(CLUSTER.to_string()).chain(sorted.iter().map(|h| h.name.clone())).collect(),
             tiers: std::iter::once(top).chain(sorted.iter().map(|h| h.tier)).collect(),
-            parents: vec![NONE; sorted.len() + 1],
-            children: vec![Vec::new(); sorted.len() + 1],
-            nodes: vec![Vec::new(); sorted.len() + 1],
+            parents: vec![NONE; n],
+            children: vec![Vec::new(); n],
+            nodes: vec![Vec::new(); n],
             node_leaf: vec![0; nodes.len()],
             tier_names: BTreeMap::new(),
         };
-        let mut children: Vec<Vec<u32>> = vec![Vec::new(); sorted.len() + 1];
         for (i, h) in sorted.iter().enumerate() {
             let me = i as u32 + 1;
             if !h.tier_name.is_empty() {
@@ -218,28 +243,40 @@ impl Tree {
                 if c == me {
                     return Err(format!("{field}: a HyperNode cannot contain itself"));
                 }
-                if sorted[c as usize - 1].tier >= h.tier {
-                    let why = format!("member {child} has tier {}, not below {}", sorted[c as usize - 1].tier, h.tier);
-                    return Err(format!("{field}: {why}"));
-                }
                 let parent = &mut tree.parents[c as usize];
                 if *parent != NONE && *parent != me {
                     let other = &tree.names[*parent as usize];
                     return Err(format!("{field}: {child} already belongs to HyperNode {other} (one parent each)"));
                 }
-                *parent = me;
-                children[me as usize].push(c);
+                if *parent == NONE {
+                    *parent = me;
+                    tree.children[me as usize].push(c);
+                }
             }
         }
-        // Tiers strictly fall from parent to child, so no cycle can form:
-        // parents come first when HyperNodes are taken highest tier first.
-        for (h, p) in tree.parents.iter_mut().enumerate().skip(1) {
-            if *p == NONE {
-                *p = 0;
+        // One parent each: a cycle is a parent chain that comes back to itself.
+        let mut state = vec![0u8; n]; // 0 unseen, 1 on the current walk, 2 done
+        for start in 1..n {
+            let mut walk = Vec::new();
+            let mut h = start;
+            while h != NONE as usize && state[h] == 0 {
+                state[h] = 1;
+                walk.push(h);
+                h = tree.parents[h] as usize;
             }
-            tree.children[*p as usize].push(h as u32);
+            if h != NONE as usize && state[h] == 1 {
+                let names: Vec<&str> = walk.iter().map(|&w| tree.names[w].as_str()).collect();
+                return Err(format!("HyperNode {}: spec.members: a cycle ({})", tree.names[h], names.join(" → ")));
+            }
+            walk.iter().for_each(|&w| state[w] = 2);
         }
-        let mut own: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); sorted.len() + 1];
+        for h in 1..n {
+            if tree.parents[h] == NONE {
+                tree.parents[h] = 0;
+                tree.children[0].push(h as u32);
+            }
+        }
+        let mut own: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); n];
         // Exact names are looked up (thousands of them on a large cluster);
         // patterns and labels are matched against every node.
         let by_name: std::collections::HashMap<&str, u32> =
@@ -255,23 +292,35 @@ impl Tree {
                 }
             }
         }
-        // Lowest tier first: a HyperNode's nodes are its own and its children's.
-        let mut order: Vec<u32> = (1..tree.names.len() as u32).collect();
-        order.sort_by_key(|&h| (tree.tiers[h as usize], h));
-        for &h in &order {
+        // Children before parents (post-order from the cluster): a
+        // HyperNode's nodes are its own and its children's.
+        let mut post = Vec::with_capacity(n);
+        let mut stack = vec![(0u32, false)];
+        while let Some((h, expanded)) = stack.pop() {
+            if expanded {
+                post.push(h);
+                continue;
+            }
+            stack.push((h, true));
+            stack.extend(tree.children[h as usize].iter().map(|&c| (c, false)));
+        }
+        for &h in post.iter().filter(|&&h| h != 0) {
             let mut set = std::mem::take(&mut own[h as usize]);
-            for &c in &children[h as usize] {
+            for &c in &tree.children[h as usize] {
                 set.extend(tree.nodes[c as usize].iter().copied());
             }
             tree.nodes[h as usize] = set.into_iter().collect();
         }
         tree.nodes[0] = (0..nodes.len() as u32).collect();
+        // A node's leaf: the lowest-tier HyperNode holding it (first by name).
+        let mut order: Vec<u32> = (1..n as u32).collect();
+        order.sort_by_key(|&h| (tree.tiers[h as usize], h));
         let mut leaf_tier = vec![u32::MAX; nodes.len()];
         for &h in &order {
-            for &n in &tree.nodes[h as usize] {
-                if tree.tiers[h as usize] < leaf_tier[n as usize] {
-                    leaf_tier[n as usize] = tree.tiers[h as usize];
-                    tree.node_leaf[n as usize] = h;
+            for &k in &tree.nodes[h as usize] {
+                if tree.tiers[h as usize] < leaf_tier[k as usize] {
+                    leaf_tier[k as usize] = tree.tiers[h as usize];
+                    tree.node_leaf[k as usize] = h;
                 }
             }
         }
@@ -372,7 +421,12 @@ mod tests {
         let names: Vec<(&str, u32)> = found.iter().map(|h| (h.name.as_str(), h.tier)).collect();
         assert_eq!(
             names,
-            [("discovered-t1-r1", 1), ("discovered-t1-r2", 1), ("discovered-t1-r3", 1), ("discovered-t2-s1", 2)]
+            [
+                ("discovered-t1-r1-b5d7dfcc", 1),
+                ("discovered-t1-r2-b5d7e4e5", 1),
+                ("discovered-t1-r3-b5d7e332", 1),
+                ("discovered-t2-s1", 2)
+            ]
         );
         let t = Tree::build(&found, &refs).unwrap();
         let s1 = t.names.iter().position(|n| n == "discovered-t2-s1").unwrap();
@@ -380,24 +434,28 @@ mod tests {
         assert_eq!(t.node_leaf[3], 0, "d has no rack");
         // Refreshing keeps the map untouched when nothing changed, and
         // leaves HyperNodes from the API alone.
-        let mut map: BTreeMap<String, HyperNode> = [("api".to_string(), hn("api", 1, nodes(&["d"])))].into();
-        refresh_discovered(&mut map, &refs, &labels);
-        assert_eq!(map.len(), 5);
+        let api = hn("discovered-t1-r3-b5d7e332", 1, nodes(&["d"]));
+        let mut map: BTreeMap<String, HyperNode> = [(api.name.clone(), api.clone())].into();
+        let mut known = BTreeSet::new();
+        refresh_discovered(&mut map, &mut known, &refs, &labels);
+        assert_eq!(map.len(), 4);
+        assert_eq!(map["discovered-t1-r3-b5d7e332"], api, "the API's HyperNode wins its name");
         let before = map.clone();
-        refresh_discovered(&mut map, &refs, &labels);
+        refresh_discovered(&mut map, &mut known, &refs, &labels);
         assert_eq!(map, before);
-        refresh_discovered(&mut map, &refs[..1], &labels);
-        assert_eq!(map.keys().collect::<Vec<_>>(), ["api", "discovered-t1-r1", "discovered-t2-s1"]);
+        refresh_discovered(&mut map, &mut known, &refs[..1], &labels);
+        let names: Vec<&String> = map.keys().collect();
+        assert_eq!(names, ["discovered-t1-r1-b5d7dfcc", "discovered-t1-r3-b5d7e332", "discovered-t2-s1"]);
     }
 
     #[test]
-    fn two_parents_and_inverted_tiers_are_refused() {
+    fn two_parents_and_cycles_are_refused() {
         let ns = [node("n1", &[])];
         let h = [hn("a", 2, children(&["c"])), hn("b", 2, children(&["c"])), hn("c", 1, nodes(&["n1"]))];
         let e = Tree::build(&h, &ns.iter().collect::<Vec<_>>()).unwrap_err();
         assert_eq!(e, "HyperNode b: spec.members[0]: c already belongs to HyperNode a (one parent each)");
-        let h = [hn("a", 1, children(&["b"])), hn("b", 2, children(&["a"]))];
+        let h = [hn("a", 1, children(&["b"])), hn("b", 2, children(&["c"])), hn("c", 3, children(&["a"]))];
         let e = Tree::build(&h, &ns.iter().collect::<Vec<_>>()).unwrap_err();
-        assert_eq!(e, "HyperNode a: spec.members[0]: member b has tier 2, not below 1");
+        assert_eq!(e, "HyperNode a: spec.members: a cycle (a → c → b)");
     }
 }

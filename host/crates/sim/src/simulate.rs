@@ -53,6 +53,8 @@ pub struct Sim {
     pub stop_when_settled: bool,
     /// Sleep the period between cycles.
     pub realtime: bool,
+    /// HyperNodes made from node labels (`Options::hypernode_labels`).
+    discovered: std::collections::BTreeSet<String>,
 }
 
 /// A running simulation: the loop over a [`Sim`].
@@ -96,6 +98,7 @@ impl Simulation {
             settled: false,
             stop_when_settled: true,
             realtime: false,
+            discovered: Default::default(),
         };
         Simulation(Loop::new(cluster, scheduler, sim))
     }
@@ -398,7 +401,8 @@ impl Driver for Sim {
         Self::controllers(c);
         if !self.options.hypernode_labels.is_empty() {
             let nodes: Vec<_> = c.nodes.iter().collect();
-            tephra_model::topology::refresh_discovered(&mut c.hypernodes, &nodes, &self.options.hypernode_labels);
+            let labels = &self.options.hypernode_labels;
+            tephra_model::topology::refresh_discovered(&mut c.hypernodes, &mut self.discovered, &nodes, labels);
         }
         Some((self.time * 1000.0) as i64)
     }

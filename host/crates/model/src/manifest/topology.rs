@@ -11,10 +11,16 @@ pub const PARTITION_ID: &str = "volcano.sh/partition-id";
 /// The label naming a Volcano Job pod's task.
 pub const TASK_SPEC: &str = "volcano.sh/task-spec";
 
+/// The highest tier a HyperNode may have (networks have a handful).
+const MAX_TIER: u32 = 1000;
+
 /// A `topology.volcano.sh/v1alpha1` HyperNode.
 pub(super) fn hypernode(at: &At, v: &Value, name: String) -> Result<HyperNode> {
     let tier = int(at, v, "spec.tier")?.ok_or_else(|| at.err("spec.tier", "missing"))?;
-    let tier = u32::try_from(tier).map_err(|_| at.err("spec.tier", format!("{tier} is not a tier (0 or more)")))?;
+    let tier = u32::try_from(tier)
+        .ok()
+        .filter(|&t| t <= MAX_TIER)
+        .ok_or_else(|| at.err("spec.tier", format!("{tier} is not a tier (0 to {MAX_TIER})")))?;
     let members = seq(at, v, "spec.members")?;
     if members.is_empty() {
         return Err(at.err("spec.members", "a HyperNode needs at least one member"));
@@ -49,21 +55,18 @@ pub(super) fn hypernode(at: &At, v: &Value, name: String) -> Result<HyperNode> {
             })?;
             NodeSelector::Regex(re)
         } else {
-            let sel = super::rules::selector(at, sel, "labelMatch", &format!("{path}.selector"))?.unwrap_or_default();
-            if sel.is_empty() {
-                // Volcano's member resolution: an empty labelMatch picks nothing.
-                return Err(at.err(&format!("{path}.selector.labelMatch"), "selects no labels"));
-            }
-            NodeSelector::Labels(sel)
+            // An empty labelMatch picks no node (Volcano's member resolution).
+            NodeSelector::Labels(
+                super::rules::selector(at, sel, "labelMatch", &format!("{path}.selector"))?.unwrap_or_default(),
+            )
         };
-        out.push(match (kind.as_str(), selector) {
-            ("Node", s) => Member::Nodes(s),
-            ("HyperNode", NodeSelector::Exact(n)) => Member::HyperNode(n),
-            ("HyperNode", _) => {
-                return Err(at.err(&format!("{path}.selector"), "a HyperNode member is named by exactMatch"));
-            }
+        match (kind.as_str(), selector) {
+            ("Node", s) => out.push(Member::Nodes(s)),
+            ("HyperNode", NodeSelector::Exact(n)) => out.push(Member::HyperNode(n)),
+            // Volcano's admission lets these through and its tree ignores them.
+            ("HyperNode", _) => {}
             (other, _) => return Err(at.err(&format!("{path}.type"), format!("{other:?} is not Node or HyperNode"))),
-        });
+        }
     }
     let tier_name = string(at, v, "spec.tierName")?.unwrap_or_default();
     Ok(HyperNode { name, tier, tier_name, members: out })
@@ -131,13 +134,13 @@ pub(super) fn partition(
     if total == 0 || size == 0 {
         return Err(at.err("partitionPolicy", "totalPartitions and partitionSize must be at least 1"));
     }
-    if total * size != replicas {
+    if total.checked_mul(size) != Some(replicas) {
         let why = format!("replicas ({replicas}) must equal totalPartitions × partitionSize ({total} × {size})");
         return Err(at.err("partitionPolicy", why));
     }
     let min = count(at, task, "partitionPolicy.minPartitions")?.unwrap_or(0);
     if let (Some(m), true) = (count(at, task, "minAvailable")?, min > 0) {
-        if m != min * size {
+        if Some(m) != min.checked_mul(size) {
             let why = format!("minAvailable ({m}) must equal minPartitions × partitionSize ({min} × {size})");
             return Err(at.err("partitionPolicy", why));
         }
@@ -150,7 +153,7 @@ pub(super) fn partition(
         match_label_keys: vec![PARTITION_ID.into()],
         topology: network_topology(at, task, "partitionPolicy.networkTopology")?,
     };
-    Ok(Some((policy, (min > 0).then_some(min * size))))
+    Ok(Some((policy, (min > 0).then(|| min.saturating_mul(size)))))
 }
 
 #[cfg(test)]
@@ -182,10 +185,7 @@ mod tests {
                 "{tier: 1, members: [{type: Node, selector: {exactMatch: {name: n}, regexMatch: {pattern: n}}}]}",
                 "f.yaml: HyperNode r: spec.members[0].selector: needs exactly one of exactMatch, regexMatch and labelMatch",
             ),
-            (
-                "{tier: 2, members: [{type: HyperNode, selector: {regexMatch: {pattern: r}}}]}",
-                "f.yaml: HyperNode r: spec.members[0].selector: a HyperNode member is named by exactMatch",
-            ),
+            ("{tier: 1001, members: [{type: Node, selector: {exactMatch: {name: n}}}]}", "f.yaml: HyperNode r: spec.tier: 1001 is not a tier (0 to 1000)"),
             (
                 "{tier: 1, members: [{type: Rack, selector: {exactMatch: {name: n}}}]}",
                 "f.yaml: HyperNode r: spec.members[0].type: \"Rack\" is not Node or HyperNode",

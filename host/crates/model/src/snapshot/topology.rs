@@ -12,7 +12,11 @@ use tephra_contract::{RoleMin, Snapshot, Subgroup};
 pub(super) fn columns(strings: &mut Interner, cluster: &Cluster, snap: &mut Snapshot, extra: &mut Extra) {
     let hypernodes: Vec<_> = cluster.hypernodes.values().cloned().collect();
     let nodes: Vec<_> = cluster.nodes.iter().collect();
-    let tree = match Tree::build(&hypernodes, &nodes) {
+    let built = match &cluster.topology_error {
+        Some(e) => Err(e.clone()),
+        None => Tree::build(&hypernodes, &nodes),
+    };
+    let tree = match built {
         Ok(t) => t,
         Err(e) => {
             extra.topology_error = Some(e);
@@ -33,18 +37,20 @@ pub(super) fn columns(strings: &mut Interner, cluster: &Cluster, snap: &mut Snap
         if g.subgroups.is_empty() {
             continue;
         }
-        // Per (policy, match index, values), its tasks; Volcano orders
-        // subgroups by match index (the first value as a number), then id.
-        let mut found: BTreeMap<(usize, i64, String), Vec<u32>> = BTreeMap::new();
+        // Per (match index, id, policy), its tasks: Volcano orders subgroups
+        // by match index (the first value as a number), then by their id
+        // (`<policy>-<values>`), across policies.
+        let mut found: BTreeMap<(i64, String, usize), Vec<u32>> = BTreeMap::new();
         for &t in &extra.job_tasks[j] {
             let pod = &cluster.pods[extra.task_pod[t as usize]];
             let hit = g.subgroups.iter().enumerate().find_map(|(i, p)| p.key_of(&pod.labels).map(|v| (i, v)));
             if let Some((i, values)) = hit {
                 let index = values[0].parse().unwrap_or(0);
-                found.entry((i, index, values.join("-"))).or_default().push(t);
+                let id = format!("{}-{}", g.subgroups[i].name, values.join("-"));
+                found.entry((index, id, i)).or_default().push(t);
             }
         }
-        for ((i, _, _), tasks) in found {
+        for ((_, _, i), tasks) in found {
             let p = &g.subgroups[i];
             let sg = snap.subgroups.len() as u32;
             let highest_tier = p.topology.as_ref().and_then(|s| tree.highest_tier(s, job_tier)).unwrap_or(NONE);
