@@ -49,7 +49,7 @@ fn changed_since(version: &str, name: &str) -> (&'static [&'static str], &'stati
         // Session 17: hierarchical DRF orders queues and reclaims.
         ("0.4.0" | "0.5.0", "drf") => (&["queue-order", "reclaimable"], &[]),
         // Contract 0.7.0: gang eviction asks who may be evicted.
-        (_, "gang" | "priority" | "conformance") => (&["evictable"], &[]),
+        (_, "gang" | "priority" | "conformance" | "capacity") => (&["evictable"], &[]),
         _ => (&[], &[]),
     }
 }

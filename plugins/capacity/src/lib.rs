@@ -69,7 +69,8 @@ use hierarchy::Tree;
 use quota::Res;
 use tephra_sdk::bindings::tephra::scheduler::host::Kind;
 use tephra_sdk::{
-    log, Args, Event, EventKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus, Vote, NONE,
+    log, Args, Event, EventKind, EvictionKind, ExtensionPoint as P, JobPhase, Policy, QueueState, Session, TaskStatus,
+    Vote, NONE,
 };
 
 /// What a job adds to its queue (and, in hierarchical mode, every ancestor).
@@ -476,6 +477,7 @@ impl Policy for Capacity {
         P::JobEnqueueable,
         P::JobEnqueued,
         P::QueueStatus,
+        P::Evictable,
         P::Events,
     ];
 
@@ -697,6 +699,41 @@ impl Policy for Capacity {
         }
     }
 
+    /// Gang eviction (Volcano's capacity `UnifiedEvictable`): gangpreempt
+    /// may take any candidate; gangreclaim only what its queue holds beyond
+    /// its deserved share (or uses without deserving any of it), never
+    /// below its guarantee, each victim counted off as it is taken.
+    fn evictable(
+        &mut self,
+        s: &Session,
+        kind: EvictionKind,
+        _job: u32,
+        _hn: u32,
+        candidates: &[u32],
+    ) -> (Vec<u32>, Vote) {
+        if kind == EvictionKind::GangPreempt {
+            return (candidates.to_vec(), Vote::Permit);
+        }
+        let queue_of = |t: u32| s.snap.job_queue.get(s.task_job(t) as usize).copied();
+        let mut held: HashMap<u32, Vec<f64>> = HashMap::new();
+        let mut victims = Vec::new();
+        for &c in candidates {
+            let Some(cq) = queue_of(c).filter(|&q| self.usable(q)) else { continue };
+            let Some(a) = self.attr(cq) else { continue };
+            let creq = s.task_req(c);
+            let alloc = held.entry(cq).or_insert_with(|| a.allocated.clone());
+            let rest: Vec<f64> = alloc.iter().zip(creq).map(|(x, r)| x - r).collect();
+            if !quota::keeps_guarantee(&rest, &a.guarantee) {
+                continue;
+            }
+            if !quota::intersects(creq, &a.deserved.v, true) || quota::over_deserved(alloc, &a.deserved, creq) {
+                *alloc = rest;
+                victims.push(c);
+            }
+        }
+        (victims, Vote::Permit)
+    }
+
     /// Deserved (NaN on scalars it does not name) and share; in flat mode a
     /// queue without jobs reports its spec deserved and share 0.
     fn queue_status(&mut self, s: &Session, q: u32) -> (Vec<f64>, f64) {
@@ -711,7 +748,17 @@ impl Policy for Capacity {
 }
 
 #[cfg(target_arch = "wasm32")]
-tephra_sdk::export_plugin!(Capacity: queue_order, victim_queue_order, allocatable, preemptive, reclaimable, job_enqueueable, job_enqueued, queue_status);
+tephra_sdk::export_plugin!(
+    Capacity: queue_order,
+    victim_queue_order,
+    allocatable,
+    preemptive,
+    reclaimable,
+    job_enqueueable,
+    job_enqueued,
+    queue_status,
+    evictable
+);
 
 #[cfg(test)]
 mod tests;
