@@ -214,6 +214,21 @@ impl Capacity {
         self.tree.as_ref().is_none_or(|t| !t.is_broken(q))
     }
 
+    /// A candidate victim's queue and its figures (a cut-off queue's quota
+    /// is unknown: its pods are no victims).
+    fn victim_queue(&self, s: &Session, c: u32) -> Option<(u32, &Queue)> {
+        let q = s.snap.job_queue.get(s.task_job(c) as usize).copied().filter(|&q| self.usable(q))?;
+        Some((q, self.attr(q)?))
+    }
+
+    /// The queue's allocation without the candidate's request `creq`, when
+    /// that keeps its guarantee (`alloc`: the allocation so far, victims
+    /// already counted off).
+    fn without(alloc: &[f64], creq: &[f64], a: &Queue) -> Option<Vec<f64>> {
+        let rest: Vec<f64> = alloc.iter().zip(creq).map(|(x, r)| x - r).collect();
+        quota::keeps_guarantee(&rest, &a.guarantee).then_some(rest)
+    }
+
     /// May take jobs: a usable leaf queue.
     fn takes_jobs(&self, q: u32) -> bool {
         self.usable(q) && self.is_leaf(q)
@@ -605,16 +620,13 @@ impl Policy for Capacity {
         let mut held: HashMap<u32, Vec<f64>> = HashMap::new();
         let mut victims = Vec::new();
         for &c in candidates {
-            // A cut-off queue's quota is unknown: its pods are no victims.
-            let Some(cq) = queue_of(c).filter(|&q| self.usable(q)) else { continue };
-            let Some(a) = self.attr(cq) else { continue };
+            let Some((cq, a)) = self.victim_queue(s, c) else { continue };
             let creq = s.task_req(c);
             if !quota::intersects(creq, rreq, false) {
                 continue;
             }
             let alloc = held.entry(cq).or_insert_with(|| a.allocated.clone());
-            let rest: Vec<f64> = alloc.iter().zip(creq).map(|(x, r)| x - r).collect();
-            if !quota::keeps_guarantee(&rest, &a.guarantee) {
+            if Self::without(alloc, creq, a).is_none() {
                 continue;
             }
             let eligible = if !quota::intersects(creq, &a.deserved.v, true) {
@@ -714,18 +726,13 @@ impl Policy for Capacity {
         if kind == EvictionKind::GangPreempt {
             return (candidates.to_vec(), Vote::Permit);
         }
-        let queue_of = |t: u32| s.snap.job_queue.get(s.task_job(t) as usize).copied();
         let mut held: HashMap<u32, Vec<f64>> = HashMap::new();
         let mut victims = Vec::new();
         for &c in candidates {
-            let Some(cq) = queue_of(c).filter(|&q| self.usable(q)) else { continue };
-            let Some(a) = self.attr(cq) else { continue };
+            let Some((cq, a)) = self.victim_queue(s, c) else { continue };
             let creq = s.task_req(c);
             let alloc = held.entry(cq).or_insert_with(|| a.allocated.clone());
-            let rest: Vec<f64> = alloc.iter().zip(creq).map(|(x, r)| x - r).collect();
-            if !quota::keeps_guarantee(&rest, &a.guarantee) {
-                continue;
-            }
+            let Some(rest) = Self::without(alloc, creq, a) else { continue };
             if !quota::intersects(creq, &a.deserved.v, true) || quota::over_deserved(alloc, &a.deserved, creq) {
                 *alloc = rest;
                 victims.push(c);
