@@ -52,6 +52,6 @@ test('the points are the methods overridden', () => {
     nodeScore() { return 1; }
   }
   assert.deepEqual(implemented(Gate), ['node-order', 'job-enqueueable']);
-  assert.match(world(Gate), /export tephra:scheduler\/node-order@0\.6\.0;/);
+  assert.match(world(Gate), /export tephra:scheduler\/node-order@0\.7\.0;/);
   assert.deepEqual(implemented(Policy), []);
 });
