@@ -312,11 +312,10 @@ fn group_ready(ssn: &mut Session, job: u32, group: u32, pipelined: bool) -> bool
 /// Volcano's `NeedContinueAllocating` for a group: false when it needs
 /// every one of its tasks.
 fn group_needs_all(ssn: &Session, job: u32, group: u32) -> bool {
-    if group == NONE && !!ssn.extra.job_subgroups[job as usize].is_empty() {
-        return ssn.job_min(job) as usize >= ssn.extra.job_tasks[job as usize].len();
-    }
     if group == NONE {
-        return false;
+        // A partitioned job's tasks in no subgroup are a group of one.
+        let partitioned = !ssn.extra.job_subgroups[job as usize].is_empty();
+        return !partitioned && ssn.job_min(job) as usize >= ssn.extra.job_tasks[job as usize].len();
     }
     let g = &ssn.snap.subgroups[group as usize];
     g.min_available as usize >= ssn.extra.subgroup_tasks[group as usize].len()
@@ -361,7 +360,7 @@ fn required(ssn: &mut Session, job: u32, tasks: &VecDeque<u32>) -> Vec<u32> {
 
 /// Removes and returns the group to place next: required ones first, then
 /// those not ready, then the job's tasks in no subgroup before subgroups,
-/// then subgroup order (policy, partition index).
+/// then subgroup order (partition index, then id, as the snapshot has them).
 fn next_group(ssn: &mut Session, job: u32, required: &[u32], queue: &mut Vec<u32>) -> Option<u32> {
     let key = |ssn: &mut Session, g: u32| {
         let ready = group_ready(ssn, job, g, false);
