@@ -493,3 +493,48 @@ fn hypernodes_from_node_labels_keep_a_gang_in_one_rack() {
     assert_eq!(spread.len(), 4, "{flat}");
     assert!(spread.iter().any(|n| n == "n1" || n == "n2"), "{flat}");
 }
+
+/// The text of cycle `n` of a simulate run.
+fn cycle(out: &str, n: usize) -> &str {
+    let from = out.find(&format!("── cycle {n} ")).unwrap_or(out.len());
+    let rest = &out[from..];
+    let head = "── cycle ".len();
+    let to = rest.get(head..).and_then(|r| r.find("── cycle ")).map_or(rest.len(), |i| i + head);
+    &rest[..to]
+}
+
+/// A `batch/v1` Job with parallelism 3 and completions 6 runs three pods,
+/// then three more, and completes with all six succeeded.
+#[test]
+fn batch_job_runs_its_completions_three_at_a_time() {
+    let (code, out, err) = tephra(&["simulate", "examples/workloads/batch-job.yaml", "--cycles", "200"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("created    default/render-").count(), 6, "{out}");
+    assert_eq!(out.matches("completed  default/render-").count(), 6, "{out}");
+    assert!(out.contains("finished   Job default/render complete (6/6 succeeded)"), "{out}");
+    // Never more than three at once: the second three are made after the first complete.
+    let first = cycle(&out, 1);
+    assert_eq!(first.matches("created    default/render-").count(), 3, "{first}");
+    let at = |what: &str| out.find(what).unwrap_or_else(|| panic!("{what}:\n{out}"));
+    assert!(at("completed  default/render-3") < at("created    default/render-4"), "{out}");
+}
+
+/// A StatefulSet starts its pods one after another, each once the one
+/// before runs; a Deployment's pods come at once; one Node object with
+/// `tephra.io/replicas` stands for two nodes.
+#[test]
+fn statefulset_starts_in_order_and_nodes_replicate() {
+    let (code, out, err) = tephra(&["simulate", "examples/workloads/statefulset.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("tephra simulate: 2 nodes"), "{out}");
+    assert!(out.contains("→ n-0") && out.contains("→ n-1"), "{out}");
+    let made_in =
+        |pod: &str| (1..20).find(|&n| cycle(&out, n).contains(&format!("created    default/{pod} "))).unwrap_or(0);
+    let running_in =
+        |pod: &str| (1..20).find(|&n| cycle(&out, n).contains(&format!("running    default/{pod}\n"))).unwrap_or(0);
+    assert_eq!((made_in("api-1"), made_in("api-2")), (1, 1), "{out}");
+    assert_eq!(made_in("web-0"), 1, "{out}");
+    assert!(made_in("web-1") >= running_in("web-0") && running_in("web-0") > 0, "{out}");
+    assert!(made_in("web-2") >= running_in("web-1") && made_in("web-2") > made_in("web-1"), "{out}");
+    assert!(!out.contains("web-3"), "{out}");
+}

@@ -350,6 +350,61 @@ pub struct Cluster {
     /// Why the HyperNodes cannot be known (the API refuses to list them):
     /// jobs with a network topology wait.
     pub topology_error: Option<String>,
+    /// Workload objects (the simulator runs their controllers).
+    pub workloads: Vec<Workload>,
+}
+
+/// A workload controller's object, whose pods the simulator's controllers
+/// make: `apps/v1` Deployment, ReplicaSet, StatefulSet; `batch/v1` Job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    pub namespace: String,
+    pub name: String,
+    /// Pods kept running (Deployment, ReplicaSet, StatefulSet).
+    pub replicas: u32,
+    /// What each pod is made from (its name is set when made).
+    pub template: Pod,
+    /// A batch Job's completion rules.
+    pub job: Option<JobSpec>,
+    pub created: i64,
+}
+
+/// Kinds of [`Workload`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    Job,
+}
+
+impl WorkloadKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::ReplicaSet => "ReplicaSet",
+            WorkloadKind::StatefulSet => "StatefulSet",
+            WorkloadKind::Job => "Job",
+        }
+    }
+}
+
+/// A `batch/v1` Job's `parallelism`, `completions`, `backoffLimit` and
+/// `completionMode: Indexed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobSpec {
+    pub parallelism: u32,
+    pub completions: u32,
+    pub backoff_limit: u32,
+    pub indexed: bool,
+}
+
+impl Workload {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        key(&self.namespace, &self.name)
+    }
 }
 
 /// A PersistentVolumeClaim: the volume it is bound to, if any.

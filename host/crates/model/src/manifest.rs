@@ -15,11 +15,15 @@ use std::collections::BTreeMap;
 
 mod rules;
 pub mod topology;
+mod workloads;
 
 /// Simulator annotation: the object appears this many seconds into the run.
 pub const ARRIVE_AT: &str = "tephra.io/arrive-at";
 /// Simulator annotation: a running pod completes after this many seconds.
 pub const DURATION: &str = "tephra.io/duration";
+/// Simulator annotation on a Node: this many identical nodes, named
+/// `<name>-0`, `<name>-1`, … (a compact cluster).
+pub const REPLICAS: &str = "tephra.io/replicas";
 /// How long a pod is expected to run (big-job reservation orders nodes by it).
 pub const ESTIMATE: &str = "tephra.io/estimated-running-duration";
 
@@ -41,6 +45,8 @@ pub enum Object {
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
     HyperNode(crate::topology::HyperNode),
+    /// Boxed: it carries a pod template.
+    Workload(Box<Workload>),
     Config(SchedulerConfig),
 }
 
@@ -59,6 +65,7 @@ impl Object {
             Object::Volume(n, _) => ("PersistentVolume", n.clone()),
             Object::AttachLimits(n, _) => ("CSINode", n.clone()),
             Object::HyperNode(h) => ("HyperNode", h.name.clone()),
+            Object::Workload(w) => (w.kind.name(), w.key()),
             Object::Config(_) => return None,
         })
     }
@@ -84,6 +91,13 @@ impl Object {
             }
             Object::HyperNode(h) => {
                 c.hypernodes.insert(h.name.clone(), h);
+            }
+            Object::Workload(w) => {
+                // A later version of the object (scaling) replaces it.
+                match c.workloads.iter_mut().find(|x| x.kind == w.kind && x.key() == w.key()) {
+                    Some(x) => *x = *w,
+                    None => c.workloads.push(*w),
+                }
             }
             other => return Some(other),
         }
@@ -471,6 +485,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         }
         None => 0.0,
     };
+    let replicas = annotations.get(REPLICAS).cloned();
     let expect_api = |want: &str| -> Result<()> {
         if api != want {
             bail!("{}: {}: apiVersion: expected {want}, got {api:?}", at.origin, at.object);
@@ -605,6 +620,10 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             Object::Pod(Box::new(pod))
         }
         "Job" if api.starts_with("batch.volcano.sh/") => vcjob(at, v, name, namespace, annotations, created)?,
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => {
+            expect_api(if kind == "Job" { "batch/v1" } else { "apps/v1" })?;
+            workloads::read(at, v, kind, name, namespace, created)?
+        }
         "PriorityClass" => {
             let value = int(at, v, "value")?.ok_or_else(|| at.err("value", "missing"))? as i32;
             Object::PriorityClass(
@@ -668,15 +687,34 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         },
         other => bail!(
             "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
-             Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; storage.k8s.io/v1 CSINode; \
+             Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; apps/v1 Deployment, ReplicaSet, \
+             StatefulSet; batch/v1 Job; storage.k8s.io/v1 CSINode; \
              scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
              topology.volcano.sh/v1alpha1 HyperNode; scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
             at.object
         ),
     };
+    if let (Object::Node(node), Some(n)) = (&object, replicas) {
+        let n: u32 =
+            n.parse().ok().filter(|&n| (1..=NODES_MAX).contains(&n)).ok_or_else(|| {
+                at.err(&format!("metadata.annotations.{REPLICAS}"), format!("expected 1 to {NODES_MAX}"))
+            })?;
+        let copies = (0..n).map(|i| {
+            let mut copy = Node { name: format!("{}-{i}", node.name), ..node.clone() };
+            // Each copy is its own host.
+            if copy.labels.get("kubernetes.io/hostname") == Some(&node.name) {
+                copy.labels.insert("kubernetes.io/hostname".into(), copy.name.clone());
+            }
+            copy
+        });
+        return Ok(copies.map(|node| Timed { at: at_time, object: Object::Node(node) }).collect());
+    }
     Ok(vec![Timed { at: at_time, object }])
 }
+
+/// The most nodes one Node object may stand for.
+const NODES_MAX: u32 = 100_000;
 
 /// A Volcano Job becomes a PodGroup carrying its pod templates; the simulated
 /// job controller creates the pods once the group is admitted.
@@ -1029,12 +1067,23 @@ spec:
         assert!(e.starts_with("pods.yaml: Pod ns/p: resources.requests.cpu: invalid quantity"), "{e}");
         let e = parse("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "x.yaml").unwrap_err().to_string();
         assert!(e.contains("x.yaml: Service s: kind \"Service\" of apiVersion \"v1\" is not supported"), "{e}");
-        // A Kubernetes Job is not a Volcano Job: the message names the group.
+        // A Kubernetes Job is read as one (its template is needed), not as a Volcano Job.
         let e = parse("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ns}\n", "j.yaml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("kind \"Job\" of apiVersion \"batch/v1\" is not supported"), "{e}");
-        assert!(e.contains("batch.volcano.sh/v1alpha1 Job"), "{e}");
+        assert_eq!(e, "j.yaml: Job ns/j: spec.template: missing");
+        let e = parse("apiVersion: batch/v2\nkind: CronJob\nmetadata: {name: c, namespace: ns}\n", "c.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kind \"CronJob\" of apiVersion \"batch/v2\" is not supported"), "{e}");
+        assert!(e.contains("batch/v1 Job") && e.contains("batch.volcano.sh/v1alpha1 Job"), "{e}");
+        let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ns}\n\
+                   spec: {completionMode: Sometimes, template: {spec: {containers: []}}}\n";
+        let e = parse(job, "j.yaml").unwrap_err().to_string();
+        assert_eq!(e, "j.yaml: Job ns/j: spec.completionMode: \"Sometimes\" is not NonIndexed or Indexed");
+        let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {tephra.io/replicas: \"0\"}}\n";
+        let e = parse(node, "n.yaml").unwrap_err().to_string();
+        assert_eq!(e, "n.yaml: Node n: metadata.annotations.tephra.io/replicas: expected 1 to 100000");
     }
 
     #[test]

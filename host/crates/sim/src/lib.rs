@@ -4,5 +4,6 @@
 
 pub mod report;
 pub mod simulate;
+pub mod workloads;
 
 pub use simulate::{Options, Simulation};

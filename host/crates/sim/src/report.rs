@@ -16,6 +16,10 @@ pub struct CycleReport {
     pub started: Vec<String>,
     pub completed: Vec<String>,
     pub restarted: Vec<String>,
+    /// Pods a workload controller made (Deployment, StatefulSet, Job…).
+    pub made: Vec<String>,
+    /// Jobs (`batch/v1`) that completed or failed.
+    pub finished: Vec<String>,
     pub admitted: Vec<String>,
     /// (pod, node)
     pub binds: Vec<(String, String)>,
@@ -61,6 +65,8 @@ impl CycleReport {
             && self.started.is_empty()
             && self.completed.is_empty()
             && self.restarted.is_empty()
+            && self.made.is_empty()
+            && self.finished.is_empty()
             && self.admitted.is_empty()
             && self.binds.is_empty()
             && self.evictions.is_empty()
@@ -82,6 +88,12 @@ impl CycleReport {
         }
         for p in &self.restarted {
             line("restarted", format!("{p} (recreated by its job)"));
+        }
+        for p in &self.made {
+            line("created", p.clone());
+        }
+        for j in &self.finished {
+            line("finished", j.clone());
         }
         for p in &self.started {
             line("running", p.clone());

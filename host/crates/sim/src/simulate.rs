@@ -55,6 +55,8 @@ pub struct Sim {
     pub realtime: bool,
     /// HyperNodes made from node labels (`Options::hypernode_labels`).
     discovered: std::collections::BTreeSet<String>,
+    /// The workload controllers' memory.
+    workloads: crate::workloads::Controllers,
 }
 
 /// A running simulation: the loop over a [`Sim`].
@@ -99,6 +101,7 @@ impl Simulation {
             stop_when_settled: true,
             realtime: false,
             discovered: Default::default(),
+            workloads: Default::default(),
         };
         Simulation(Loop::new(cluster, scheduler, sim))
     }
@@ -231,11 +234,25 @@ impl Sim {
                 priority_class: p.priority_class.clone(),
                 created: p.created,
                 network_topology: tephra_model::topology::NetworkTopology::from_annotations(&p.annotations),
+                annotations: [(crate::workloads::OWNER.to_string(), format!("Pod/{}", p.name))].into(),
                 ..Default::default()
             });
         }
         if !groups.is_empty() {
             c.podgroups.extend(groups);
+        }
+        // A PodGroup made for a plain pod goes with it (owner-based clean-up).
+        let pods: HashSet<(&str, &str)> = c.pods.iter().map(|p| (p.namespace.as_str(), p.name.as_str())).collect();
+        let orphaned = |g: &PodGroup| {
+            g.annotations
+                .get(crate::workloads::OWNER)
+                .and_then(|o| o.strip_prefix("Pod/"))
+                .is_some_and(|pod| !pods.contains(&(g.namespace.as_str(), pod)))
+        };
+        if c.podgroups.iter().any(orphaned) {
+            let keep: Vec<bool> = c.podgroups.iter().map(|g| !orphaned(g)).collect();
+            let mut k = keep.iter();
+            c.podgroups.retain(|_| *k.next().unwrap_or(&true));
         }
         // Admission resolves pod priority from its class, as the API server does.
         for i in 0..c.pods.len() {
@@ -398,6 +415,9 @@ impl Driver for Sim {
         self.arrive(c, &mut arrivals);
         self.report.arrivals = arrivals;
         self.kubelet(c);
+        let (made, finished) = self.workloads.reconcile(c);
+        self.report.made = made;
+        self.report.finished = finished;
         Self::controllers(c);
         if !self.options.hypernode_labels.is_empty() {
             let nodes: Vec<_> = c.nodes.iter().collect();

@@ -1,0 +1,50 @@
+//! Workload objects: `apps/v1` Deployment, ReplicaSet and StatefulSet, and
+//! `batch/v1` Job, read with their pod template; the simulator's controllers
+//! make their pods.
+
+use super::{count, estimate, get, map, pod_spec, preemptable, string, At, Object};
+use crate::cluster::{JobSpec, Pod, Workload, WorkloadKind};
+use anyhow::Result;
+use serde_yaml::Value;
+
+/// The most pods one workload may ask for in the simulator.
+const PODS_MAX: u32 = 1_000_000;
+
+pub(super) fn read(at: &At, v: &Value, kind: &str, name: String, namespace: String, created: i64) -> Result<Object> {
+    let kind = match kind {
+        "Deployment" => WorkloadKind::Deployment,
+        "ReplicaSet" => WorkloadKind::ReplicaSet,
+        "StatefulSet" => WorkloadKind::StatefulSet,
+        _ => WorkloadKind::Job,
+    };
+    let tpl = get(v, "spec.template").ok_or_else(|| at.err("spec.template", "missing"))?;
+    let mut template = Pod { namespace: namespace.clone(), created, ..Default::default() };
+    template.annotations = map(at, tpl, "metadata.annotations")?;
+    template.labels = map(at, tpl, "metadata.labels")?;
+    template.estimated_ms = estimate(at, &template.annotations)?;
+    template.preemptable = preemptable(&template.annotations, &template.labels);
+    template.task_spec = template.annotations.get("volcano.sh/task-spec").cloned().unwrap_or_default();
+    let spec = get(tpl, "spec").ok_or_else(|| at.err("spec.template.spec", "missing"))?;
+    pod_spec(at, spec, &mut template)?;
+    let bounded = |field: &str, n: u32| {
+        if n > PODS_MAX {
+            Err(at.err(field, format!("{n} is more than the simulator's {PODS_MAX} pods")))
+        } else {
+            Ok(n)
+        }
+    };
+    let (replicas, job) = if kind == WorkloadKind::Job {
+        let parallelism = bounded("spec.parallelism", count(at, v, "spec.parallelism")?.unwrap_or(1))?;
+        let completions = bounded("spec.completions", count(at, v, "spec.completions")?.unwrap_or(parallelism.max(1)))?;
+        let indexed = match string(at, v, "spec.completionMode")?.as_deref() {
+            None | Some("NonIndexed") => false,
+            Some("Indexed") => true,
+            Some(m) => return Err(at.err("spec.completionMode", format!("{m:?} is not NonIndexed or Indexed"))),
+        };
+        let backoff_limit = count(at, v, "spec.backoffLimit")?.unwrap_or(6);
+        (0, Some(JobSpec { parallelism, completions, backoff_limit, indexed }))
+    } else {
+        (bounded("spec.replicas", count(at, v, "spec.replicas")?.unwrap_or(1))?, None)
+    };
+    Ok(Object::Workload(Box::new(Workload { kind, namespace, name, replicas, template, job, created })))
+}
