@@ -538,3 +538,59 @@ fn statefulset_starts_in_order_and_nodes_replicate() {
     assert!(made_in("web-2") >= running_in("web-1") && made_in("web-2") > made_in("web-1"), "{out}");
     assert!(!out.contains("web-3"), "{out}");
 }
+
+/// An evicted plain pod is gone (nothing recreates it) and so is the
+/// PodGroup made for it: it does not wait on with no tasks.
+#[test]
+fn an_evicted_plain_pods_podgroup_goes_with_it() {
+    let text = r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: volcano-scheduler-configmap, namespace: volcano-system}
+data:
+  volcano-scheduler.conf: |
+    actions: "allocate, preempt"
+    tiers:
+    - plugins:
+      - name: priority
+      - name: gang
+        enablePreemptable: false
+      - name: conformance
+    - plugins:
+      - name: predicates
+
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "1", memory: 1Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low, namespace: ns}
+spec: {schedulerName: volcano, priorityClassName: low, containers: [{resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: high, namespace: ns, annotations: {tephra.io/arrive-at: "3"}}
+spec: {schedulerName: volcano, priorityClassName: high, containers: [{resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 1
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 100
+"#;
+    let path = std::env::temp_dir().join(format!("tephra-plain-pg-{}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let (code, out, err) = tephra(&["simulate", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("evict      ns/low on n1"), "{out}");
+    assert!(out.contains("bind       ns/high → n1"), "{out}");
+    let after = &out[out.find("evict      ns/low").unwrap()..];
+    assert!(!after.contains("waiting    ns/podgroup-low"), "{out}");
+}

@@ -241,18 +241,23 @@ impl Sim {
         if !groups.is_empty() {
             c.podgroups.extend(groups);
         }
-        // A PodGroup made for a plain pod goes with it (owner-based clean-up).
-        let pods: HashSet<(&str, &str)> = c.pods.iter().map(|p| (p.namespace.as_str(), p.name.as_str())).collect();
-        let orphaned = |g: &PodGroup| {
-            g.annotations
-                .get(crate::workloads::OWNER)
-                .and_then(|o| o.strip_prefix("Pod/"))
-                .is_some_and(|pod| !pods.contains(&(g.namespace.as_str(), pod)))
-        };
-        if c.podgroups.iter().any(orphaned) {
-            let keep: Vec<bool> = c.podgroups.iter().map(|g| !orphaned(g)).collect();
-            let mut k = keep.iter();
-            c.podgroups.retain(|_| *k.next().unwrap_or(&true));
+        // A PodGroup made for a plain pod goes with it (owner-based clean-up;
+        // the pods are indexed only when such a group exists).
+        let pod_owned =
+            |g: &PodGroup| g.annotations.get(crate::workloads::OWNER).is_some_and(|o| o.starts_with("Pod/"));
+        if c.podgroups.iter().any(pod_owned) {
+            let pods: HashSet<(&str, &str)> = c.pods.iter().map(|p| (p.namespace.as_str(), p.name.as_str())).collect();
+            let orphaned = |g: &PodGroup| {
+                g.annotations
+                    .get(crate::workloads::OWNER)
+                    .and_then(|o| o.strip_prefix("Pod/"))
+                    .is_some_and(|pod| !pods.contains(&(g.namespace.as_str(), pod)))
+            };
+            if c.podgroups.iter().any(orphaned) {
+                let keep: Vec<bool> = c.podgroups.iter().map(|g| !orphaned(g)).collect();
+                let mut k = keep.iter();
+                c.podgroups.retain(|_| *k.next().unwrap_or(&true));
+            }
         }
         // Admission resolves pod priority from its class, as the API server does.
         for i in 0..c.pods.len() {
