@@ -594,3 +594,20 @@ value: 100
     let after = &out[out.find("evict      ns/low").unwrap()..];
     assert!(!after.contains("waiting    ns/podgroup-low"), "{out}");
 }
+
+/// A CronJob makes a Job at each scheduled time of the simulated clock
+/// (every two minutes: t=120, 240, 360, 480 in 500 seconds), each running
+/// its pod to completion.
+#[test]
+fn cronjob_makes_a_job_each_scheduled_time() {
+    let (code, out, err) = tephra(&["simulate", "examples/workloads/cronjob.yaml", "--cycles", "500"]);
+    assert_eq!(code, 0, "{err}");
+    let jobs: Vec<&str> = out.lines().filter(|l| l.contains("(by CronJob default/report)")).collect();
+    assert_eq!(jobs.len(), 4, "{out}");
+    for (k, minute) in [2, 4, 6, 8].iter().enumerate() {
+        assert!(jobs[k].contains(&format!("Job default/report-{minute} ")), "{out}");
+        let at = cycle(&out, minute * 60 + 1);
+        assert!(at.contains(&format!("created    Job default/report-{minute} ")), "cycle at t={}:\n{at}", minute * 60);
+    }
+    assert_eq!(out.matches("finished   Job default/report-").count(), 3, "{out}");
+}

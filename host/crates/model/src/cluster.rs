@@ -365,8 +365,10 @@ pub struct Workload {
     pub replicas: u32,
     /// What each pod is made from (its name is set when made).
     pub template: Pod,
-    /// A batch Job's completion rules.
+    /// A batch Job's completion rules (a CronJob's for the Jobs it makes).
     pub job: Option<JobSpec>,
+    /// A CronJob's schedule (five-field cron, on the simulated clock, UTC).
+    pub schedule: Option<String>,
     pub created: i64,
 }
 
@@ -377,6 +379,7 @@ pub enum WorkloadKind {
     ReplicaSet,
     StatefulSet,
     Job,
+    CronJob,
 }
 
 impl WorkloadKind {
@@ -386,6 +389,7 @@ impl WorkloadKind {
             WorkloadKind::ReplicaSet => "ReplicaSet",
             WorkloadKind::StatefulSet => "StatefulSet",
             WorkloadKind::Job => "Job",
+            WorkloadKind::CronJob => "CronJob",
         }
     }
 }
@@ -404,6 +408,15 @@ impl Workload {
     /// `namespace/name`.
     pub fn key(&self) -> String {
         key(&self.namespace, &self.name)
+    }
+
+    /// A CronJob's first scheduled time after `after` (seconds since the
+    /// epoch), if it has one.
+    pub fn next_run(&self, after: i64) -> Option<i64> {
+        use std::str::FromStr as _;
+        let cron = croner::Cron::from_str(self.schedule.as_deref()?).ok()?;
+        let at = chrono::DateTime::from_timestamp(after, 0)?;
+        cron.find_next_occurrence(&at, false).ok().map(|t| t.timestamp())
     }
 }
 

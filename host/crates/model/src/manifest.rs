@@ -620,8 +620,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             Object::Pod(Box::new(pod))
         }
         "Job" if api.starts_with("batch.volcano.sh/") => vcjob(at, v, name, namespace, annotations, created)?,
-        "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" => {
-            expect_api(if kind == "Job" { "batch/v1" } else { "apps/v1" })?;
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "Job" | "CronJob" => {
+            expect_api(if matches!(kind, "Job" | "CronJob") { "batch/v1" } else { "apps/v1" })?;
             workloads::read(at, v, kind, name, namespace, created)?
         }
         "PriorityClass" => {
@@ -688,7 +688,7 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
         other => bail!(
             "{}: {}: kind {other:?} of apiVersion {api:?} is not supported (supported: v1 Node, Pod, \
              Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; apps/v1 Deployment, ReplicaSet, \
-             StatefulSet; batch/v1 Job; storage.k8s.io/v1 CSINode; \
+             StatefulSet; batch/v1 Job, CronJob; storage.k8s.io/v1 CSINode; \
              scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
              topology.volcano.sh/v1alpha1 HyperNode; scheduling.k8s.io/v1 PriorityClass)",
             at.origin,
@@ -1072,15 +1072,19 @@ spec:
             .unwrap_err()
             .to_string();
         assert_eq!(e, "j.yaml: Job ns/j: spec.template: missing");
-        let e = parse("apiVersion: batch/v2\nkind: CronJob\nmetadata: {name: c, namespace: ns}\n", "c.yaml")
+        let e = parse("apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d, namespace: ns}\n", "d.yaml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("kind \"CronJob\" of apiVersion \"batch/v2\" is not supported"), "{e}");
+        assert!(e.contains("kind \"DaemonSet\" of apiVersion \"apps/v1\" is not supported"), "{e}");
         assert!(e.contains("batch/v1 Job") && e.contains("batch.volcano.sh/v1alpha1 Job"), "{e}");
         let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: ns}\n\
                    spec: {completionMode: Sometimes, template: {spec: {containers: []}}}\n";
         let e = parse(job, "j.yaml").unwrap_err().to_string();
         assert_eq!(e, "j.yaml: Job ns/j: spec.completionMode: \"Sometimes\" is not NonIndexed or Indexed");
+        let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c, namespace: ns}\n\
+                    spec: {schedule: \"every day\", jobTemplate: {spec: {template: {spec: {containers: []}}}}}\n";
+        let e = parse(cron, "c.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("c.yaml: CronJob ns/c: spec.schedule: \"every day\" is not a cron schedule"), "{e}");
         let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {tephra.io/replicas: \"0\"}}\n";
         let e = parse(node, "n.yaml").unwrap_err().to_string();
         assert_eq!(e, "n.yaml: Node n: metadata.annotations.tephra.io/replicas: expected 1 to 100000");

@@ -402,6 +402,8 @@ impl Sim {
     fn settled_now(&self, c: &Cluster, last: &CycleReport) -> bool {
         self.future.is_empty()
             && last.is_quiet()
+            // A CronJob always has a next run.
+            && !c.workloads.iter().any(|w| w.kind == WorkloadKind::CronJob)
             && !c.pods.iter().any(|p| {
                 (p.phase == PodPhase::Running && p.annotations.contains_key(DURATION))
                     || p.deleting
@@ -420,7 +422,7 @@ impl Driver for Sim {
         self.arrive(c, &mut arrivals);
         self.report.arrivals = arrivals;
         self.kubelet(c);
-        let (made, finished) = self.workloads.reconcile(c);
+        let (made, finished) = self.workloads.reconcile(c, self.time as i64);
         self.report.made = made;
         self.report.finished = finished;
         Self::controllers(c);

@@ -3,7 +3,8 @@
 //! pods are replaced), StatefulSets start pods in order, one after the
 //! previous runs, and `batch/v1` Jobs run `parallelism` pods at a time until
 //! `completions` succeed (per index when Indexed), giving up after
-//! `backoffLimit` failed pods. Each workload's pods share one PodGroup, as
+//! `backoffLimit` failed pods; CronJobs make a Job at each scheduled time
+//! of the simulated clock (UTC, t=0 the epoch). Each workload's pods share one PodGroup, as
 //! Volcano's podgroup controller makes it for an owner: minMember 1 (or
 //! `scheduling.volcano.sh/group-min-member`), its queue annotation.
 
@@ -24,6 +25,8 @@ pub struct Controllers {
     made: HashMap<String, u32>,
     /// Jobs reported finished.
     finished: std::collections::HashSet<String>,
+    /// Per CronJob, its next scheduled time (seconds).
+    due: HashMap<String, i64>,
 }
 
 fn owner(w: &Workload) -> String {
@@ -31,11 +34,31 @@ fn owner(w: &Workload) -> String {
 }
 
 impl Controllers {
-    /// One pass of every workload's controller: the pods made, and the
-    /// Jobs that finished ("Job ns/x complete (6/6 succeeded)").
-    pub fn reconcile(&mut self, c: &mut Cluster) -> (Vec<String>, Vec<String>) {
+    /// One pass of every workload's controller at `now` (simulated
+    /// seconds): the pods and Jobs made, and the Jobs that finished ("Job
+    /// ns/x complete (6/6 succeeded)").
+    pub fn reconcile(&mut self, c: &mut Cluster, now: i64) -> (Vec<String>, Vec<String>) {
         let (mut made, mut out) = (Vec::new(), Vec::new());
+        let mut jobs = Vec::new();
         let workloads = c.workloads.clone();
+        for w in workloads.iter().filter(|w| w.kind == WorkloadKind::CronJob) {
+            let due = *self.due.entry(w.key()).or_insert_with(|| w.next_run(now).unwrap_or(i64::MAX));
+            let mut next = due;
+            while next <= now {
+                let job = Workload {
+                    kind: WorkloadKind::Job,
+                    name: format!("{}-{}", w.name, next / 60),
+                    schedule: None,
+                    created: next * 1000,
+                    ..w.clone()
+                };
+                made.push(format!("Job {} (by CronJob {})", job.key(), w.key()));
+                jobs.push(job);
+                next = w.next_run(next).unwrap_or(i64::MAX);
+            }
+            self.due.insert(w.key(), next);
+        }
+        c.workloads.extend(jobs);
         for w in &workloads {
             let tag = owner(w);
             let owned: Vec<usize> = (0..c.pods.len())
@@ -82,6 +105,7 @@ impl Controllers {
                         *c.pods.status_mut(i).deleting = true;
                     }
                 }
+                WorkloadKind::CronJob => continue,
                 WorkloadKind::Job => {
                     let Some(spec) = w.job else { continue };
                     let count = |ph: PodPhase| owned.iter().filter(|&&i| c.pods[i].phase == ph).count() as u32;

@@ -1,6 +1,6 @@
 //! Workload objects: `apps/v1` Deployment, ReplicaSet and StatefulSet, and
-//! `batch/v1` Job, read with their pod template; the simulator's controllers
-//! make their pods.
+//! `batch/v1` Job and CronJob, read with their pod template; the simulator's
+//! controllers make their pods (and a CronJob's Jobs).
 
 use super::{count, estimate, get, map, pod_spec, preemptable, string, At, Object};
 use crate::cluster::{JobSpec, Pod, Workload, WorkloadKind};
@@ -15,7 +15,18 @@ pub(super) fn read(at: &At, v: &Value, kind: &str, name: String, namespace: Stri
         "Deployment" => WorkloadKind::Deployment,
         "ReplicaSet" => WorkloadKind::ReplicaSet,
         "StatefulSet" => WorkloadKind::StatefulSet,
+        "CronJob" => WorkloadKind::CronJob,
         _ => WorkloadKind::Job,
+    };
+    // A CronJob: its schedule, and the Job it makes as the rest.
+    let (schedule, v) = if kind == WorkloadKind::CronJob {
+        let schedule = string(at, v, "spec.schedule")?.ok_or_else(|| at.err("spec.schedule", "missing"))?;
+        if let Err(e) = <croner::Cron as std::str::FromStr>::from_str(&schedule) {
+            return Err(at.err("spec.schedule", format!("{schedule:?} is not a cron schedule: {e}")));
+        }
+        (Some(schedule), get(v, "spec.jobTemplate").ok_or_else(|| at.err("spec.jobTemplate", "missing"))?)
+    } else {
+        (None, v)
     };
     let tpl = get(v, "spec.template").ok_or_else(|| at.err("spec.template", "missing"))?;
     let mut template = Pod { namespace: namespace.clone(), created, ..Default::default() };
@@ -33,7 +44,7 @@ pub(super) fn read(at: &At, v: &Value, kind: &str, name: String, namespace: Stri
             Ok(n)
         }
     };
-    let (replicas, job) = if kind == WorkloadKind::Job {
+    let (replicas, job) = if matches!(kind, WorkloadKind::Job | WorkloadKind::CronJob) {
         let parallelism = bounded("spec.parallelism", count(at, v, "spec.parallelism")?.unwrap_or(1))?;
         let completions = bounded("spec.completions", count(at, v, "spec.completions")?.unwrap_or(parallelism.max(1)))?;
         let indexed = match string(at, v, "spec.completionMode")?.as_deref() {
@@ -46,5 +57,5 @@ pub(super) fn read(at: &At, v: &Value, kind: &str, name: String, namespace: Stri
     } else {
         (bounded("spec.replicas", count(at, v, "spec.replicas")?.unwrap_or(1))?, None)
     };
-    Ok(Object::Workload(Box::new(Workload { kind, namespace, name, replicas, template, job, created })))
+    Ok(Object::Workload(Box::new(Workload { kind, namespace, name, replicas, template, job, schedule, created })))
 }
