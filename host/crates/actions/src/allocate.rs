@@ -3,7 +3,7 @@
 //! uncommitted when merely pipelined, and is discarded otherwise (§7.2).
 
 use super::classes::Classes;
-use super::{fallback_rank, gate_reason, job_pipelined, job_ready, job_valid, pop_first, sort, Keyed, Kind};
+use super::{fallback_rank, gate_reason, job_pipelined, job_ready, job_valid, pop_first, Keyed, Kind};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use tephra_contract::{ExtensionPoint as P, JobPhase, TaskStatus};
 use tephra_dispatch::backend::Call;
@@ -28,15 +28,10 @@ pub fn execute(ssn: &mut Session) {
         if !job_valid(ssn, j) {
             continue;
         }
-        let mut tasks: Vec<u32> = ssn.extra.job_tasks[j as usize]
-            .iter()
-            .copied()
-            .filter(|&t| ssn.task_status(t) == TaskStatus::Pending && !ssn.extra.task_best_effort[t as usize])
-            .collect();
+        let tasks = super::pending_sorted(ssn, j);
         if tasks.is_empty() {
             continue;
         }
-        sort(ssn, Kind::Task, &mut tasks);
         worksheet.insert(j, tasks.into());
         let q = ssn.job_queue(j);
         if !queues.contains(&q) {
@@ -108,10 +103,7 @@ fn allocate_tasks(
     let mut ready = None;
     classes.begin(ssn, job);
     while let Some(t) = tasks.pop_front() {
-        if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
-            let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
-            let why = gate_reason(ssn, P::Allocatable, why);
-            ssn.fit_errors.insert(t, tephra_session::session::FitErrors { whole: Some(why), ..Default::default() });
+        if !super::queue_admits(ssn, queue, t) {
             continue;
         }
         let role = ssn.snap.task_role[t as usize];

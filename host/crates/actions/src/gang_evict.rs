@@ -9,7 +9,7 @@
 //! of the same queue, gangreclaim from reclaimable queues of others.
 
 use super::topology;
-use super::{job_pipelined, job_valid, pop_first, sort, Kind};
+use super::{job_pipelined, pop_first, sort, Kind};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use tephra_contract::{EvictionKind, TaskStatus};
@@ -59,20 +59,7 @@ impl Args {
 
 fn execute(ssn: &mut Session, kind: EvictionKind) {
     let args = Args::of(ssn, kind);
-    let mut queues = Vec::new();
-    let mut starving: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for j in 0..ssn.jobs() as u32 {
-        if ssn.job_is_pending(j) || !job_valid(ssn, j) {
-            continue;
-        }
-        let q = ssn.job_queue(j);
-        if !queues.contains(&q) {
-            queues.push(q);
-        }
-        if ssn.policies.job_starving(&ssn.events, j) {
-            starving.entry(q).or_default().push(j);
-        }
-    }
+    let (mut queues, mut starving) = super::starving_by_queue(ssn);
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if kind == EvictionKind::GangReclaim && ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
             continue;
@@ -95,15 +82,10 @@ fn execute(ssn: &mut Session, kind: EvictionKind) {
 /// bundles lets all its pending tasks fit, applies the evictions and
 /// pipelines the tasks into `stmt`; that domain.
 fn evict_for(ssn: &mut Session, stmt: &mut Statement, kind: EvictionKind, args: &Args, job: u32) -> Option<u32> {
-    let mut pending: Vec<u32> = ssn.extra.job_tasks[job as usize]
-        .iter()
-        .copied()
-        .filter(|&t| ssn.task_status(t) == TaskStatus::Pending && !ssn.extra.task_best_effort[t as usize])
-        .collect();
+    let pending = super::pending_sorted(ssn, job);
     if pending.is_empty() {
         return None;
     }
-    sort(ssn, Kind::Task, &mut pending);
     let queue = ssn.job_queue(job);
     if kind == EvictionKind::GangReclaim && !ssn.policies.all_true(&ssn.events, Call::Preemptive(queue, pending[0])) {
         return None;

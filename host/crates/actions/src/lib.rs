@@ -368,6 +368,52 @@ fn scores(ssn: &mut Session, task: u32, nodes: &[u32]) -> Vec<f64> {
     }
 }
 
+/// Pending tasks of `job` that request resources, in task order: what
+/// allocate places and gang eviction makes room for.
+pub fn pending_sorted(ssn: &mut Session, job: u32) -> Vec<u32> {
+    let mut tasks: Vec<u32> = ssn.extra.job_tasks[job as usize]
+        .iter()
+        .copied()
+        .filter(|&t| {
+            ssn.task_status(t) == tephra_contract::TaskStatus::Pending && !ssn.extra.task_best_effort[t as usize]
+        })
+        .collect();
+    sort(ssn, Kind::Task, &mut tasks);
+    tasks
+}
+
+/// The queues of admitted, valid jobs (as first seen), and per queue its
+/// starving jobs: where reclaim and gang eviction look.
+pub fn starving_by_queue(ssn: &mut Session) -> (Vec<u32>, std::collections::BTreeMap<u32, Vec<u32>>) {
+    let mut queues = Vec::new();
+    let mut starving: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    for j in 0..ssn.jobs() as u32 {
+        if ssn.job_is_pending(j) || !job_valid(ssn, j) {
+            continue;
+        }
+        let q = ssn.job_queue(j);
+        if !queues.contains(&q) {
+            queues.push(q);
+        }
+        if ssn.policies.job_starving(&ssn.events, j) {
+            starving.entry(q).or_default().push(j);
+        }
+    }
+    (queues, starving)
+}
+
+/// Allocatable for task `t` of `queue`; when not, the task's fit error
+/// says so (naming a plugin down after a fault).
+pub fn queue_admits(ssn: &mut Session, queue: u32, t: u32) -> bool {
+    if ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
+        return true;
+    }
+    let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
+    let why = gate_reason(ssn, P::Allocatable, why);
+    ssn.fit_errors.insert(t, FitErrors { whole: Some(why), ..Default::default() });
+    false
+}
+
 /// JobValid across plugins; records the reason when invalid.
 pub fn job_valid(ssn: &mut Session, job: u32) -> bool {
     match ssn.policies.job_valid(&ssn.events, job) {

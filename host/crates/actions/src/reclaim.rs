@@ -4,7 +4,7 @@
 //! (reference §7.5).
 
 use super::victims::{candidate_nodes, evict_until_fits, tasks_on, victim_order};
-use super::{job_pipelined, job_valid, pop_first, sort, Kind};
+use super::{job_pipelined, pop_first, sort, Kind};
 use std::collections::BTreeMap;
 use tephra_contract::TaskStatus;
 use tephra_dispatch::backend::Call;
@@ -12,27 +12,16 @@ use tephra_session::session::Session;
 use tephra_session::statement::Statement;
 
 pub fn execute(ssn: &mut Session) {
-    let mut queues = Vec::new();
-    let mut preemptors: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let (mut queues, mut preemptors) = super::starving_by_queue(ssn);
     let mut tasks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for j in 0..ssn.jobs() as u32 {
-        if ssn.job_is_pending(j) || !job_valid(ssn, j) {
-            continue;
-        }
-        let q = ssn.job_queue(j);
-        if !queues.contains(&q) {
-            queues.push(q);
-        }
-        if ssn.policies.job_starving(&ssn.events, j) {
-            preemptors.entry(q).or_default().push(j);
-            let mut pending: Vec<u32> = ssn.extra.job_tasks[j as usize]
-                .iter()
-                .copied()
-                .filter(|&t| ssn.task_status(t) == TaskStatus::Pending)
-                .collect();
-            sort(ssn, Kind::Task, &mut pending);
-            tasks.insert(j, pending);
-        }
+    for &j in preemptors.values().flatten() {
+        let mut pending: Vec<u32> = ssn.extra.job_tasks[j as usize]
+            .iter()
+            .copied()
+            .filter(|&t| ssn.task_status(t) == TaskStatus::Pending)
+            .collect();
+        sort(ssn, Kind::Task, &mut pending);
+        tasks.insert(j, pending);
     }
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {

@@ -7,11 +7,10 @@
 //! pipelined) wins: the lowest tier that can hold the gang, its best-scored
 //! HyperNode. Hard limits are never crossed.
 
-use super::{best_node, gate_reason, job_pipelined, job_ready};
+use super::{best_node, job_pipelined, job_ready};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tephra_contract::{ExtensionPoint as P, TaskStatus};
-use tephra_dispatch::backend::Call;
 use tephra_model::topology::Tree;
 use tephra_session::session::{is_allocated, Session, NONE};
 use tephra_session::statement::Statement;
@@ -240,10 +239,7 @@ fn place(
     // A group needing every task fails at its first unplaceable one.
     let whole = group_needs_all(ssn, job, group);
     while let Some(t) = tasks.pop_front() {
-        if !ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
-            let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
-            let why = gate_reason(ssn, P::Allocatable, why);
-            ssn.fit_errors.insert(t, tephra_session::session::FitErrors { whole: Some(why), ..Default::default() });
+        if !super::queue_admits(ssn, queue, t) {
             continue;
         }
         let fits = feasible_in(ssn, t, nodes);
