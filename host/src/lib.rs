@@ -16,7 +16,7 @@ pub use tephra_contract as contract;
 pub use tephra_dispatch::{backend as plugin, policy};
 pub use tephra_kube as k8s;
 pub use tephra_model::{cache as session_cache, cluster as model, config, manifest, resource, snapshot};
-pub use tephra_model::{files, synthetic, topology, tracked, validate};
+pub use tephra_model::{files, synthetic, topology, trace, tracked, validate};
 pub use tephra_runtime as wasm;
 pub use tephra_scheduler as scheduler;
 pub use tephra_session::{reservation, session, statement};
@@ -24,6 +24,7 @@ pub use tephra_sim::{report, simulate};
 
 pub mod admin;
 pub mod conformance;
+pub mod lab;
 pub mod scaffold;
 
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).

@@ -53,6 +53,41 @@ enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
+    /// Make workload traces for `tephra simulate` (docs/lab.md).
+    Trace {
+        #[command(subcommand)]
+        command: TraceCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Convert the Alibaba GPU cluster trace of 2020 (pai_job_table.csv and
+    /// pai_task_table.csv in DIR) to a tephra trace on stdout.
+    Alibaba {
+        dir: PathBuf,
+        /// Queues by `user`, `gpu-type`, or `one` (all in --queue).
+        #[arg(long, default_value = "one")]
+        queue_by: String,
+        #[arg(long, default_value = "default")]
+        queue: String,
+    },
+    /// Generate a synthetic trace on stdout.
+    Generate {
+        #[arg(long, default_value_t = 1000)]
+        jobs: usize,
+        /// Days the submissions spread over.
+        #[arg(long, default_value_t = 1.0)]
+        days: f64,
+        /// Queues the jobs spread over (default: `default`).
+        #[arg(long, value_delimiter = ',')]
+        queues: Vec<String>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Fraction of jobs whose tasks each ask for one GPU.
+        #[arg(long, default_value_t = 0.0)]
+        gpu_jobs: f64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -95,7 +130,8 @@ enum PluginCommand {
 /// How `tephra simulate` runs.
 #[derive(clap::Args)]
 struct Run {
-    /// Manifests: Node, Pod, Queue, PodGroup, Volcano Job, PriorityClass, scheduler ConfigMap.
+    /// Manifests (Node, Pod, Queue, PodGroup, Volcano Job, Deployment, Job, …, scheduler
+    /// ConfigMap) and traces (`.csv`, docs/lab.md).
     files: Vec<PathBuf>,
     /// Scheduler config in Volcano's format (default: a ConfigMap in the files, else built-in).
     #[arg(long)]
@@ -128,9 +164,21 @@ struct Run {
     /// label discoverer makes them, beside any HyperNode objects.
     #[arg(long, value_delimiter = ',')]
     hypernode_labels: Vec<String>,
-    /// Stop after this many cycles.
-    #[arg(long, default_value_t = 50)]
-    cycles: usize,
+    /// Stop after this many cycles (default 50; no limit with a trace, --compare or --report).
+    #[arg(long)]
+    cycles: Option<usize>,
+    /// After a cycle that changed nothing, jump to the next arrival or completion (always on
+    /// with a trace, --compare or --report).
+    #[arg(long)]
+    skip_idle: bool,
+    /// Run the workload under this scheduler config (a ConfigMap manifest, which may also
+    /// carry Queues replacing the workload's; or a volcano-scheduler.conf) or plugin version
+    /// (`.wasm`), and compare: once against the workload's own config, repeated side by side.
+    #[arg(long)]
+    compare: Vec<PathBuf>,
+    /// Write the comparison as HTML with charts here, and its figures as JSON beside it.
+    #[arg(long)]
+    report: Option<PathBuf>,
     /// Simulated seconds per cycle (more than 0, at most a year).
     #[arg(long, default_value_t = 1.0, value_parser = period_seconds)]
     period: f64,
@@ -366,10 +414,17 @@ fn simulate(run: Run) -> Result<()> {
         rollback_after,
         hypernode_labels,
         cycles,
+        skip_idle,
+        compare,
+        report,
         period,
         output,
     } = run;
-    let options = Options { max_cycles: cycles, period, hypernode_labels };
+    let trace = files.iter().any(|f| f.extension().is_some_and(|e| e == "csv"));
+    let lab = !compare.is_empty() || report.is_some();
+    let long = trace || lab;
+    let max_cycles = cycles.unwrap_or(if long { usize::MAX } else { 50 });
+    let options = Options { max_cycles, period, hypernode_labels, skip_idle: skip_idle || long };
     let config_path = config;
     let files_list =
         |f: &[std::path::PathBuf]| f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
@@ -419,6 +474,19 @@ fn simulate(run: Run) -> Result<()> {
     }
     if watch && plugins_dir.is_none() && config_path.is_none() {
         return Err(anyhow!("--watch needs --plugins-dir or --config to watch"));
+    }
+    if lab {
+        if watch || realtime || admin.is_some() || !plugins.is_empty() || !shadows.is_empty() {
+            return Err(anyhow!(
+                "--compare and --report run batch: without --watch, --realtime, --admin, --plugin, --shadow"
+            ));
+        }
+        let workload = if files.is_empty() {
+            vec!["<demo cluster>".to_string()]
+        } else {
+            files_list(&files).split(", ").map(String::from).collect()
+        };
+        return lab_run(objects, config, &compare, workload, report, plugins_dir, options, output);
     }
     let setup = Setup { config, plugins_dir: plugins_dir.clone(), plugins, shadows, rollback_after };
     let scheduler = setup.scheduler()?;
@@ -477,6 +545,148 @@ fn simulate(run: Run) -> Result<()> {
         }
     }
     emit(&text);
+    Ok(())
+}
+
+/// `simulate --compare/--report`: each variant in turn, with progress on
+/// stderr, then the figures (and the report files).
+#[allow(clippy::too_many_arguments)]
+fn lab_run(
+    objects: Vec<manifest::Timed>,
+    config: SchedulerConfig,
+    compare: &[PathBuf],
+    workload: Vec<String>,
+    report: Option<PathBuf>,
+    plugins_dir: Option<PathBuf>,
+    options: Options,
+    output: Output,
+) -> Result<()> {
+    use tephra::lab::{self, Variant};
+    let mut variants = Vec::new();
+    if compare.len() < 2 {
+        variants.push(Variant::base(config.clone()));
+    }
+    for p in compare {
+        variants.push(Variant::from_file(p, &config)?);
+    }
+    lab::check_names(&variants)?;
+    for v in &variants {
+        let queues: Vec<tephra::model::Queue> = v
+            .overrides
+            .iter()
+            .chain(&objects)
+            .filter_map(|t| match &t.object {
+                Object::Queue(q) => Some(q.clone()),
+                _ => None,
+            })
+            .collect();
+        if let Some(e) = tephra::validate::queues(&queues, &v.config).errors.first() {
+            return Err(anyhow!("{}: {e}", v.origin));
+        }
+    }
+    let mut summaries = Vec::new();
+    for v in &variants {
+        let mut bar = Progress::new(&v.name);
+        let s = lab::run(v, &objects, plugins_dir.as_deref(), options.clone(), &mut |_, t, end| bar.tick(t, end))?;
+        bar.finish(s.cycles, s.simulated);
+        summaries.push(s);
+    }
+    let comparison = lab::Comparison { workload, variants: summaries };
+    match output {
+        Output::Text => emit(&comparison.text()),
+        Output::Json => emit(&(serde_json::to_string_pretty(&comparison)? + "\n")),
+    }
+    if let Some(path) = report {
+        let json = comparison.write(&path)?;
+        eprintln!("report: {} (figures: {})", path.display(), json.display());
+    }
+    Ok(())
+}
+
+/// A run's progress on stderr: a bar on a terminal, a line per tenth
+/// otherwise.
+struct Progress {
+    name: String,
+    bar: Option<indicatif::ProgressBar>,
+    started: std::time::Instant,
+    tenth: u64,
+}
+
+impl Progress {
+    fn new(name: &str) -> Self {
+        let bar = std::io::IsTerminal::is_terminal(&std::io::stderr()).then(|| {
+            let b = indicatif::ProgressBar::new(1000);
+            let style = indicatif::ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            b.set_style(style);
+            b.set_prefix(name.to_string());
+            b
+        });
+        Progress { name: name.into(), bar, started: std::time::Instant::now(), tenth: 0 }
+    }
+
+    fn tick(&mut self, t: f64, end: f64) {
+        let done = if end > 0.0 { (t / end).clamp(0.0, 1.0) } else { 1.0 };
+        match &self.bar {
+            Some(b) => {
+                b.set_position((done * 1000.0) as u64);
+                b.set_message(format!("t={}", tephra::lab::seconds(t)));
+            }
+            None if (done * 10.0) as u64 > self.tenth => {
+                self.tenth = (done * 10.0) as u64;
+                eprintln!("{}: {}% of arrivals (t={})", self.name, self.tenth * 10, tephra::lab::seconds(t));
+            }
+            None => {}
+        }
+    }
+
+    fn finish(&self, cycles: usize, simulated: f64) {
+        let wall = self.started.elapsed().as_secs_f64();
+        let line = format!(
+            "{}: {cycles} cycles, {} simulated in {wall:.1}s ({:.0} simulated seconds per second)",
+            self.name,
+            tephra::lab::seconds(simulated),
+            simulated / wall.max(1e-9)
+        );
+        match &self.bar {
+            Some(b) => b.finish_with_message(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+/// `trace alibaba` and `trace generate`.
+fn trace_command(command: TraceCommand) -> Result<()> {
+    use tephra::trace::{self, alibaba, generate};
+    let jobs = match command {
+        TraceCommand::Alibaba { dir, queue_by, queue } => {
+            let by = match queue_by.as_str() {
+                "one" => alibaba::QueueBy::One,
+                "user" => alibaba::QueueBy::User,
+                "gpu-type" => alibaba::QueueBy::GpuType,
+                other => return Err(anyhow!("--queue-by: {other:?} is not one of one, user, gpu-type")),
+            };
+            let (jp, tp) = (dir.join("pai_job_table.csv"), dir.join("pai_task_table.csv"));
+            let (jt, tt) = (tephra::files::read_text(&jp)?, tephra::files::read_text(&tp)?);
+            let (js, ts) = (jp.display().to_string(), tp.display().to_string());
+            let out = alibaba::convert((&jt, &js), (&tt, &ts), by, &queue)?;
+            eprintln!("{} jobs; {} task rows left out (no times)", out.jobs.len(), out.skipped_tasks);
+            out.jobs
+        }
+        TraceCommand::Generate { jobs, days, queues, seed, gpu_jobs } => {
+            if !(days > 0.0 && days.is_finite()) {
+                return Err(anyhow!("--days: must be more than 0"));
+            }
+            if !(0.0..=1.0).contains(&gpu_jobs) {
+                return Err(anyhow!("--gpu-jobs: must be from 0 to 1"));
+            }
+            generate::generate(&generate::Shape { jobs, span: days * 86400.0, queues, seed, gpu_jobs })
+        }
+    };
+    let mut buf = Vec::new();
+    trace::write(&jobs, &mut buf)?;
+    emit(&String::from_utf8_lossy(&buf));
     Ok(())
 }
 
@@ -608,6 +818,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(run) => simulate(run).map(|_| true),
         Command::Run(s) => serve(s).map(|_| true),
+        Command::Trace { command } => trace_command(command).map(|_| true),
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
         Command::Plugin { command: PluginCommand::Test { file, scenarios } } => plugin_test(file, scenarios),

@@ -519,6 +519,28 @@ fn batch_job_runs_its_completions_three_at_a_time() {
     assert!(at("completed  default/render-3") < at("created    default/render-4"), "{out}");
 }
 
+/// Volcano's capacity-plugin guide: demo-1 (queue1, deserving 2 CPU) takes
+/// all 8 CPU while queue2 idles; demo-2 (queue2, deserving 6) arrives and
+/// reclaim takes back what queue2 deserves, past its PodGroup's minMember
+/// of 1, leaving 2 demo-1 pods and 6 demo-2 pods running, as the guide shows.
+#[test]
+fn capacity_guide_ends_with_two_and_six() {
+    let (code, out, err) = tephra(&["simulate", "examples/workloads/capacity-guide.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\nsettled after "), "{out}");
+    let running = |app: &str| {
+        let started = out.matches(&format!("running    default/{app}-")).count() as i64;
+        let evicted = out.matches(&format!("evict      default/{app}-")).count() as i64;
+        started - evicted
+    };
+    assert_eq!((running("demo-1"), running("demo-2")), (2, 6), "{out}");
+    // Before demo-2 arrives, demo-1 holds the whole cluster.
+    assert_eq!(cycle(&out, 1).matches("bind       default/demo-1-").count(), 8, "{out}");
+    // Its Deployment replaces the six evicted pods; they wait.
+    assert_eq!(out.matches("created    default/demo-1-").count(), 14, "{out}");
+    assert!(out.contains("default/podgroup-deployment-demo-2 1s (t=10s → t=11s)"), "{out}");
+}
+
 /// A StatefulSet starts its pods one after another, each once the one
 /// before runs; a Deployment's pods come at once; one Node object with
 /// `tephra.io/replicas` stands for two nodes.

@@ -2,17 +2,35 @@
 //! from running tasks of other, reclaimable queues. The quota gate is the
 //! reclaimer's `preemptive`; the victims come from `reclaimable` votes
 //! (reference §7.5).
+//!
+//! Where a plugin answers `preemptive` (a share plugin: capacity,
+//! proportion), reclaim serves the queue's share, not only the gang: a job
+//! past its minAvailable with pending tasks keeps reclaiming while
+//! `preemptive` admits each task, so a Deployment's queue gets back what it
+//! deserves (Volcano's capacity guide). Volcano since #3869 stops at
+//! minAvailable; its ping-pong cannot happen here, as `preemptive` keeps the
+//! reclaimer within its share and `reclaimable` takes only from queues above
+//! theirs.
 
 use super::victims::{candidate_nodes, evict_until_fits, tasks_on, victim_order};
 use super::{job_pipelined, pop_first, sort, Kind};
 use std::collections::BTreeMap;
-use tephra_contract::TaskStatus;
+use tephra_contract::{ExtensionPoint as P, TaskStatus};
 use tephra_dispatch::backend::Call;
 use tephra_session::session::Session;
 use tephra_session::statement::Statement;
 
 pub fn execute(ssn: &mut Session) {
+    let share = ssn.policies.any(P::Preemptive);
     let (mut queues, mut preemptors) = super::starving_by_queue(ssn);
+    if share {
+        for (j, q) in elastic(ssn) {
+            let jobs = preemptors.entry(q).or_default();
+            if !jobs.contains(&j) {
+                jobs.push(j);
+            }
+        }
+    }
     let mut tasks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for &j in preemptors.values().flatten() {
         let mut pending: Vec<u32> = ssn.extra.job_tasks[j as usize]
@@ -31,7 +49,7 @@ pub fn execute(ssn: &mut Session) {
         let Some(job) = pop_first(ssn, Kind::Job, &mut jobs) else { continue };
         let mut stmt = Statement::new();
         let mut list = tasks.remove(&job).unwrap_or_default();
-        while ssn.policies.job_starving(&ssn.events, job) && !list.is_empty() {
+        while !list.is_empty() && (share || ssn.policies.job_starving(&ssn.events, job)) {
             let t = list.remove(0);
             if ssn.extra.task_preempt_never[t as usize] || !ssn.policies.all_true(&ssn.events, Call::Preemptive(q, t)) {
                 continue;
@@ -49,6 +67,18 @@ pub fn execute(ssn: &mut Session) {
             queues.push(q);
         }
     }
+}
+
+/// Running jobs with pending tasks beyond what they need, with their queues.
+fn elastic(ssn: &mut Session) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for j in 0..ssn.jobs() as u32 {
+        let pending = ssn.extra.job_tasks[j as usize].iter().any(|&t| ssn.task_status(t) == TaskStatus::Pending);
+        if pending && !ssn.job_is_pending(j) && job_pipelined(ssn, j) && super::job_valid(ssn, j) {
+            out.push((j, ssn.job_queue(j)));
+        }
+    }
+    out
 }
 
 fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {

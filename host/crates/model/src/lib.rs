@@ -17,5 +17,6 @@ pub mod snapshot;
 pub mod synthetic;
 pub mod text;
 pub mod topology;
+pub mod trace;
 pub mod tracked;
 pub mod validate;

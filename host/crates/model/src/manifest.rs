@@ -824,7 +824,8 @@ pub fn podgroup_topology(
     Ok((topology::network_topology(&at, &v, "spec.networkTopology")?, topology::subgroups(&at, &v)?))
 }
 
-/// Reads and parses files; a missing or unreadable file is an error naming it.
+/// Reads and parses files (manifests, or traces ending in `.csv`); a
+/// missing or unreadable file is an error naming it.
 pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Timed>> {
     let mut out = Vec::new();
     // The same object twice at the same moment is a mistake (a later
@@ -833,7 +834,12 @@ pub fn load(paths: &[std::path::PathBuf]) -> Result<Vec<Timed>> {
     for p in paths {
         let text = crate::files::read_text(p)?;
         let origin = p.display().to_string();
-        for t in parse(&text, &origin)? {
+        // A `.csv` file is a workload trace (crate::trace).
+        let objects = match p.extension().and_then(|e| e.to_str()) {
+            Some("csv") => crate::trace::objects(&crate::trace::read(&text, &origin)?)?,
+            _ => parse(&text, &origin)?,
+        };
+        for t in objects {
             if let Some((kind, name)) = t.object.identity() {
                 if let Some(first) = seen.insert((kind, name.clone(), t.at.to_bits()), origin.clone()) {
                     let also = if first == origin {

@@ -25,6 +25,12 @@ pub struct CycleReport {
     pub binds: Vec<(String, String)>,
     /// (pod, node, reason)
     pub evictions: Vec<(String, String, String)>,
+    /// The queue of each eviction's pod, in the same order.
+    pub eviction_queues: Vec<String>,
+    /// PodGroups that arrived or were made this cycle: (key, queue).
+    pub new_jobs: Vec<(String, String)>,
+    /// What the nodes hold in all.
+    pub capacity: ResourceList,
     /// (pod, node): reserved this cycle, not bound.
     pub pipelined: Vec<(String, String)>,
     /// (job or job's subgroup, HyperNode and tier): where a topology-aware

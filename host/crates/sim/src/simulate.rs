@@ -29,11 +29,16 @@ pub struct Options {
     /// Node labels HyperNodes are discovered from, highest tier first
     /// (none: only HyperNode objects).
     pub hypernode_labels: Vec<String>,
+    /// After a cycle that changed nothing, the clock jumps to the cycle of
+    /// the next arrival, completion or CronJob run instead of stepping
+    /// through the quiet ones (trace replays). Policies that act on time
+    /// alone (sla, reservation after a wait) then act at that next cycle.
+    pub skip_idle: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_cycles: 50, period: 1.0, hypernode_labels: Vec::new() }
+        Options { max_cycles: 50, period: 1.0, hypernode_labels: Vec::new(), skip_idle: false }
     }
 }
 
@@ -57,6 +62,8 @@ pub struct Sim {
     discovered: std::collections::BTreeSet<String>,
     /// The workload controllers' memory.
     workloads: crate::workloads::Controllers,
+    /// Trace jobs that completed: forgotten at the next cycle.
+    done: Vec<(String, String)>,
 }
 
 /// A running simulation: the loop over a [`Sim`].
@@ -83,6 +90,9 @@ impl Simulation {
         cluster.ensure_default_queues();
         let mut sim = Self::from_cluster(cluster, scheduler, options);
         sim.0.driver.future = objects;
+        // Latest first, each moment's objects in file order (a stable sort, reversed).
+        sim.0.driver.future.reverse();
+        sim.0.driver.future.sort_by(|a, b| b.at.total_cmp(&a.at));
         let (sim_driver, cluster) = (&mut sim.0.driver, &mut sim.0.cluster);
         sim_driver.arrive(cluster, &mut Vec::new());
         sim
@@ -102,8 +112,14 @@ impl Simulation {
             realtime: false,
             discovered: Default::default(),
             workloads: Default::default(),
+            done: Vec::new(),
         };
         Simulation(Loop::new(cluster, scheduler, sim))
+    }
+
+    /// When the last object still to arrive does (0 when none).
+    pub fn last_arrival(&self) -> f64 {
+        self.driver.future.first().map_or(0.0, |t| t.at)
     }
 
     /// Cycles run so far.
@@ -161,11 +177,11 @@ impl Sim {
     /// Adds objects whose arrival time has come; returns their names.
     fn arrive(&mut self, c: &mut Cluster, names: &mut Vec<String>) {
         let now = self.time;
-        let (due, later): (Vec<Timed>, Vec<Timed>) =
-            std::mem::take(&mut self.future).into_iter().partition(|t| t.at <= now + 1e-9);
-        self.future = later;
+        // `future` is sorted latest first: what is due is at its end.
+        let first_later = self.future.partition_point(|t| t.at > now + 1e-9);
+        let due = self.future.split_off(first_later);
         let (mut nodes, mut queues, mut groups, mut pods) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for t in due {
+        for t in due.into_iter().rev() {
             match t.object {
                 Object::Node(n) => {
                     names.push(format!("node {}", n.name));
@@ -177,6 +193,7 @@ impl Sim {
                 }
                 Object::PodGroup(g) => {
                     names.push(format!("podgroup {}", g.key()));
+                    self.report.new_jobs.push((g.key(), g.queue.clone()));
                     groups.push(g);
                 }
                 Object::Pod(p) => {
@@ -195,8 +212,9 @@ impl Sim {
         replace_or_add(&mut c.pods, pods, Pod::key);
     }
 
-    /// Volcano's controllers: pods for admitted Jobs, PodGroups for plain pods.
-    fn controllers(c: &mut Cluster) {
+    /// Volcano's controllers: pods for admitted Jobs, PodGroups for plain
+    /// pods (returned as (key, queue)).
+    fn controllers(c: &mut Cluster) -> Vec<(String, String)> {
         let mut created = Vec::new();
         let mut admitted = c.podgroups.iter().filter(|g| g.phase != Phase::Pending && !g.job_templates.is_empty());
         if let Some(first) = admitted.next() {
@@ -238,6 +256,7 @@ impl Sim {
                 ..Default::default()
             });
         }
+        let made: Vec<(String, String)> = groups.iter().map(|g| (g.key(), g.queue.clone())).collect();
         if !groups.is_empty() {
             c.podgroups.extend(groups);
         }
@@ -269,6 +288,7 @@ impl Sim {
                 }
             }
         }
+        made
     }
 
     /// The kubelet: bound pods start, timed pods finish, evicted pods go.
@@ -351,6 +371,8 @@ impl Sim {
                     *pod.nominated_node = Some(names.nodes[*node as usize].clone());
                 }
                 Decision::Evict { task, reason } => {
+                    let pg = out.extra.job_pg[out.task_job[*task as usize] as usize];
+                    r.eviction_queues.push(c.podgroups[pg].queue.clone());
                     let pod = c.pods.status_mut(out.extra.task_pod[*task as usize]);
                     *pod.deleting = true;
                     r.evictions.push((
@@ -389,6 +411,9 @@ impl Sim {
             let new = podgroup_phase(g, g.phase, &pods);
             if new != g.phase {
                 r.phases.push((g.key(), format!("{new:?}")));
+                if new == Phase::Completed && g.annotations.contains_key(tephra_model::trace::TRACE_JOB) {
+                    self.done.push((g.namespace.clone(), g.name.clone()));
+                }
                 changed.push((gi, new));
             }
         }
@@ -396,6 +421,34 @@ impl Sim {
         for (gi, new) in changed {
             *c.podgroups.status_mut(gi).phase = new;
         }
+    }
+
+    /// When the next thing happens on its own: an arrival, a timed pod's
+    /// completion, a CronJob's run.
+    fn next_event(&self, c: &Cluster) -> Option<f64> {
+        let arrivals = self.future.last().map(|t| t.at).into_iter();
+        let completions = c.pods.iter().filter(|p| p.phase == PodPhase::Running).filter_map(|p| {
+            let d = p.annotations.get(DURATION)?.parse::<f64>().ok()?;
+            Some(self.started.get(&p.key()).copied().unwrap_or(self.time) + d)
+        });
+        let cron = self.workloads.next_due().map(|t| t as f64);
+        arrivals.chain(completions).chain(cron).reduce(f64::min)
+    }
+
+    /// Drops trace jobs that completed, with their pods.
+    fn forget_done(&mut self, c: &mut Cluster) {
+        if self.done.is_empty() {
+            return;
+        }
+        let done: HashSet<(String, String)> = std::mem::take(&mut self.done).into_iter().collect();
+        let gone = |ns: &str, g: Option<&str>| g.is_some_and(|g| done.contains(&(ns.to_string(), g.to_string())));
+        let keep: Vec<bool> = c.pods.iter().map(|p| !gone(&p.namespace, p.group.as_deref())).collect();
+        for (p, _) in c.pods.iter().zip(&keep).filter(|(_, k)| !**k) {
+            self.started.remove(&p.key());
+        }
+        let mut k = keep.iter();
+        c.pods.retain(|_| *k.next().unwrap_or(&true));
+        c.podgroups.retain(|g| !gone(&g.namespace, Some(&g.name)));
     }
 
     /// Whether anything can still change without new input.
@@ -417,15 +470,23 @@ impl Driver for Sim {
 
     fn prepare(&mut self, c: &mut Cluster) -> Option<i64> {
         self.cycle += 1;
-        self.report = CycleReport { cycle: self.cycle, time: self.time, ..Default::default() };
+        // Jobs that arrived before the first cycle count as its arrivals.
+        let new_jobs = std::mem::take(&mut self.report.new_jobs);
+        self.report = CycleReport { cycle: self.cycle, time: self.time, new_jobs, ..Default::default() };
+        self.forget_done(c);
         let mut arrivals = Vec::new();
         self.arrive(c, &mut arrivals);
         self.report.arrivals = arrivals;
         self.kubelet(c);
-        let (made, finished) = self.workloads.reconcile(c, self.time as i64);
-        self.report.made = made;
-        self.report.finished = finished;
-        Self::controllers(c);
+        let done = self.workloads.reconcile(c, self.time as i64);
+        self.report.made = done.made;
+        self.report.finished = done.finished;
+        for (key, _) in &done.groups {
+            self.report.arrivals.push(format!("podgroup {key}"));
+        }
+        self.report.new_jobs.extend(done.groups);
+        let plain = Self::controllers(c);
+        self.report.new_jobs.extend(plain);
         if !self.options.hypernode_labels.is_empty() {
             let nodes: Vec<_> = c.nodes.iter().collect();
             let labels = &self.options.hypernode_labels;
@@ -439,6 +500,7 @@ impl Driver for Sim {
             self.apply_decisions(c, out);
             let r = &mut self.report;
             r.queues = queue_rows(c, Some(out));
+            r.capacity = capacity(c);
             r.quota_plugin = out.queue_status.as_ref().map(|s| s.0.clone());
             for (t, fe) in &out.fit_errors {
                 let pod = &c.pods[out.extra.task_pod[*t as usize]];
@@ -475,8 +537,16 @@ impl Driver for Sim {
                 .collect();
         }
         self.report.notices = notices;
-        self.time += self.options.period;
         let report = std::mem::take(&mut self.report);
+        self.time += self.options.period;
+        if self.options.skip_idle && !self.realtime && report.is_quiet() {
+            if let Some(next) = self.next_event(c) {
+                // The first cycle at or after it, on the period's grid.
+                let period = self.options.period;
+                let at = (next / period - 1e-9).ceil() * period;
+                self.time = self.time.max(at);
+            }
+        }
         self.settled = self.settled_now(c, &report);
         report
     }
@@ -488,4 +558,15 @@ impl Driver for Sim {
         }
         more
     }
+}
+
+/// What the nodes can hold, in all.
+fn capacity(c: &Cluster) -> tephra_model::resource::ResourceList {
+    let mut sum = tephra_model::resource::ResourceList::new();
+    for n in c.nodes.iter() {
+        for (k, v) in &n.allocatable {
+            *sum.entry(k.clone()).or_default() += v;
+        }
+    }
+    sum
 }

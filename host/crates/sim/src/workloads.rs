@@ -18,6 +18,17 @@ pub const OWNER: &str = "tephra.io/owner";
 /// A Job pod's completion index (Kubernetes' annotation).
 const INDEX: &str = "batch.kubernetes.io/job-completion-index";
 
+/// What one pass of the controllers did.
+#[derive(Default)]
+pub struct Reconciled {
+    /// Pods and Jobs made ("ns/x (by Deployment ns/d)").
+    pub made: Vec<String>,
+    /// Jobs that finished ("Job ns/x complete (6/6 succeeded)").
+    pub finished: Vec<String>,
+    /// PodGroups made: (key, queue).
+    pub groups: Vec<(String, String)>,
+}
+
 /// What the controllers remember between cycles.
 #[derive(Default)]
 pub struct Controllers {
@@ -34,11 +45,16 @@ fn owner(w: &Workload) -> String {
 }
 
 impl Controllers {
+    /// The next CronJob run (seconds), if any.
+    pub fn next_due(&self) -> Option<i64> {
+        self.due.values().copied().filter(|&t| t != i64::MAX).min()
+    }
+
     /// One pass of every workload's controller at `now` (simulated
-    /// seconds): the pods and Jobs made, and the Jobs that finished ("Job
-    /// ns/x complete (6/6 succeeded)").
-    pub fn reconcile(&mut self, c: &mut Cluster, now: i64) -> (Vec<String>, Vec<String>) {
-        let (mut made, mut out) = (Vec::new(), Vec::new());
+    /// seconds).
+    pub fn reconcile(&mut self, c: &mut Cluster, now: i64) -> Reconciled {
+        let mut r = Reconciled::default();
+        let (made, out) = (&mut r.made, &mut r.finished);
         let mut jobs = Vec::new();
         let workloads = c.workloads.clone();
         for w in workloads.iter().filter(|w| w.kind == WorkloadKind::CronJob) {
@@ -146,12 +162,12 @@ impl Controllers {
                 }
             }
             if !new.is_empty() {
-                ensure_group(c, w);
+                r.groups.extend(ensure_group(c, w));
                 made.extend(new.iter().map(|p| format!("{} (by {} {})", p.key(), w.kind.name(), w.key())));
                 c.pods.extend(new);
             }
         }
-        (made, out)
+        r
     }
 
     /// A pod of `w`: named `name`, else `<name>-<n>` (a Job's indexed pod
@@ -184,13 +200,13 @@ fn group_name(w: &Workload) -> String {
 
 /// The PodGroup of `w`'s pods, made when missing (Volcano's podgroup
 /// controller does this for a pod's owner).
-fn ensure_group(c: &mut Cluster, w: &Workload) {
+fn ensure_group(c: &mut Cluster, w: &Workload) -> Option<(String, String)> {
     if !SCHEDULER_NAMES.contains(&w.template.scheduler_name.as_str()) {
-        return;
+        return None;
     }
     let name = group_name(w);
     if c.podgroups.iter().any(|g| g.namespace == w.namespace && g.name == name) {
-        return;
+        return None;
     }
     let a = &w.template.annotations;
     let min: u32 = a.get("scheduling.volcano.sh/group-min-member").and_then(|v| v.parse().ok()).unwrap_or(1);
@@ -206,4 +222,5 @@ fn ensure_group(c: &mut Cluster, w: &Workload) {
         annotations: [(OWNER.to_string(), owner(w))].into(),
         ..Default::default()
     });
+    c.podgroups.last().map(|g| (g.key(), g.queue.clone()))
 }
