@@ -16,6 +16,11 @@ use tephra::scheduler::{Driver, Library, Loop, Scheduler};
 use tephra::simulate::{Options, Simulation};
 use tephra::wasm::{Runtime, Sandbox, WasmPlugin};
 
+/// Sessions allocate many short-lived buffers; glibc's malloc spent a fifth
+/// of a trace replay's time (docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The demo cluster `tephra simulate` runs when given no files.
 const DEMO: &str = include_str!("../../examples/demo/cluster.yaml");
 
@@ -52,6 +57,23 @@ enum Command {
     Plugin {
         #[command(subcommand)]
         command: PluginCommand,
+    },
+    /// Write the live cluster's scheduling state (nodes, queues, PodGroups, HyperNodes, priority
+    /// classes, pending and running pods, the scheduler config) as manifests `tephra simulate`
+    /// replays; environment, commands, Secrets and other fields scheduling does not read are left out.
+    Snapshot {
+        /// Kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// The scheduler's `spec.schedulerName` (its pods are written as `tephra`'s when another).
+        #[arg(long, default_value = "volcano")]
+        scheduler_name: String,
+        /// The scheduler ConfigMap, NAMESPACE/NAME (its volcano-scheduler.conf is included).
+        #[arg(long, default_value = "volcano-system/volcano-scheduler-configmap")]
+        config_map: String,
+        /// Write here instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
     },
     /// Make workload traces for `tephra simulate` (docs/lab.md).
     Trace {
@@ -656,6 +678,29 @@ impl Progress {
     }
 }
 
+/// `tephra snapshot`.
+fn snapshot(
+    kubeconfig: Option<PathBuf>,
+    scheduler_name: String,
+    config_map: &str,
+    output: Option<PathBuf>,
+) -> Result<()> {
+    let (ns, name) = config_map
+        .split_once('/')
+        .filter(|(n, m)| !n.is_empty() && !m.is_empty())
+        .ok_or_else(|| anyhow!("--config-map: expected NAMESPACE/NAME, got {config_map:?}"))?;
+    let opts = tephra::k8s::snapshot::Options { kubeconfig, scheduler_name, config_map: (ns.into(), name.into()) };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let text = rt.block_on(tephra::k8s::snapshot::take(&opts))?;
+    match output {
+        Some(path) => std::fs::write(&path, text).map_err(|e| anyhow!("{}: {e}", path.display())),
+        None => {
+            emit(&text);
+            Ok(())
+        }
+    }
+}
+
 /// `trace alibaba` and `trace generate`.
 fn trace_command(command: TraceCommand) -> Result<()> {
     use tephra::trace::{self, alibaba, generate};
@@ -819,6 +864,9 @@ fn main() -> ExitCode {
         Command::Simulate(run) => simulate(run).map(|_| true),
         Command::Run(s) => serve(s).map(|_| true),
         Command::Trace { command } => trace_command(command).map(|_| true),
+        Command::Snapshot { kubeconfig, scheduler_name, config_map, output } => {
+            snapshot(kubeconfig, scheduler_name, &config_map, output).map(|_| true)
+        }
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
         Command::Plugin { command: PluginCommand::Test { file, scenarios } } => plugin_test(file, scenarios),

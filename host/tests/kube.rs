@@ -2412,3 +2412,57 @@ fn topology_constrained_gang_lands_in_one_hypernode() {
     t.assert_alive();
     assert!(t.terminate());
 }
+
+/// `tephra snapshot` writes the live cluster as manifests the simulator
+/// replays: nodes, a queue, a PodGroup and its pending pods, another
+/// scheduler's running pod taking room, the scheduler ConfigMap; a pod's
+/// environment (a secret value) and kubectl's last-applied annotation are
+/// not in the file. Replayed, the gang lands on the node with room.
+#[test]
+fn snapshot_replays_in_the_simulator() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("snapshot");
+    c.node("n1", "4");
+    c.node("n2", "4");
+    let ns = "t-snap";
+    namespace(&c, ns);
+    c.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: volcano-system}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: volcano-scheduler-configmap, namespace: volcano-system}\n\
+         data:\n  volcano-scheduler.conf: |\n    actions: \"enqueue, allocate\"\n    tiers:\n    - plugins:\n      \
+         - name: gang\n      - name: predicates\n      - name: proportion\n      - name: binpack\n",
+    );
+    c.apply(&format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {{name: q1}}\nspec: {{weight: 1}}\n---\n\
+         apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: g, namespace: {ns}}}\n\
+         spec: {{minMember: 2, queue: q1}}\n---\n{}{}\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: busy, namespace: {ns}}}\nspec:\n  schedulerName: other\n  \
+         nodeName: n1\n  containers:\n  - name: main\n    image: busybox\n    env: [{{name: TOKEN, value: s3cret-value}}]\n    \
+         resources: {{requests: {{cpu: \"3\", memory: 1Gi}}}}\n",
+        pod(ns, "g-0", "2", Some("g"), ""),
+        pod(ns, "g-1", "2", Some("g"), ""),
+    ));
+    wait(&c, ns, 30, "pod busy running", || {
+        (c.json(&["get", "pod", "-n", ns, "busy"])["status"]["phase"] == "Running").then_some(())
+    });
+    let file = c.dir.join("snapshot.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_tephra"))
+        .args(["snapshot", "--kubeconfig", c.kubeconfig.to_str().unwrap(), "-o", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&file).unwrap();
+    for gone in ["s3cret-value", "TOKEN", "last-applied-configuration", "managedFields", "uid:"] {
+        assert!(!text.contains(gone), "{gone} in the snapshot:\n{text}");
+    }
+    for kept in ["kind: Node", "kind: Queue", "kind: PodGroup", "volcano-scheduler.conf", "name: busy"] {
+        assert!(text.contains(kept), "{kept} missing:\n{text}");
+    }
+    let sim = Command::new(env!("CARGO_BIN_EXE_tephra")).arg("simulate").arg(&file).output().unwrap();
+    let log = String::from_utf8_lossy(&sim.stdout);
+    assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+    assert!(log.contains("actions [enqueue, allocate]"), "the cluster's config: {log}");
+    assert!(log.contains("bind       t-snap/g-0 → n2") && log.contains("bind       t-snap/g-1 → n2"), "{log}");
+}

@@ -15,6 +15,7 @@ pub mod oci;
 pub mod review;
 pub mod rollout;
 pub mod sink;
+pub mod snapshot;
 pub mod source;
 pub mod status;
 

@@ -98,13 +98,15 @@ impl Simulation {
         sim
     }
 
-    /// A simulation continuing from a given cluster state.
+    /// A simulation continuing from a given cluster state (its running
+    /// pods' durations count from now).
     pub fn from_cluster(cluster: Cluster, scheduler: Scheduler, options: Options) -> Self {
+        let running = cluster.pods.iter().filter(|p| p.phase == PodPhase::Running).map(|p| (p.key(), 0.0)).collect();
         let sim = Sim {
             future: Vec::new(),
             time: 0.0,
             cycle: 0,
-            started: HashMap::new(),
+            started: running,
             options,
             report: CycleReport::default(),
             settled: false,
@@ -198,6 +200,9 @@ impl Sim {
                 }
                 Object::Pod(p) => {
                     names.push(format!("pod {}", p.key()));
+                    if p.phase == PodPhase::Running {
+                        self.started.insert(p.key(), now);
+                    }
                     pods.push(*p);
                 }
                 Object::Config(_) => {}
@@ -216,7 +221,9 @@ impl Sim {
     /// pods (returned as (key, queue)).
     fn controllers(c: &mut Cluster) -> Vec<(String, String)> {
         let mut created = Vec::new();
-        let mut admitted = c.podgroups.iter().filter(|g| g.phase != Phase::Pending && !g.job_templates.is_empty());
+        // Pods are made once, when the group is admitted; the kubelet makes
+        // an evicted one again.
+        let mut admitted = c.podgroups.iter().filter(|g| g.phase == Phase::Inqueue && !g.job_templates.is_empty());
         if let Some(first) = admitted.next() {
             let exists: HashSet<(&str, &str)> =
                 c.pods.iter().map(|p| (p.namespace.as_str(), p.name.as_str())).collect();
@@ -303,15 +310,17 @@ impl Sim {
                 continue;
             }
             if p.node.is_some() && p.phase == PodPhase::Pending {
-                started.insert(p.key(), now);
                 r.started.push(p.key());
                 let p = c.pods.status_mut(i);
                 *p.phase = PodPhase::Running;
                 *p.started = Some((now * 1000.0) as i64);
             } else if p.phase == PodPhase::Running {
-                let dur = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok());
-                let start = *started.entry(p.key()).or_insert(now);
-                if dur.is_some_and(|d| now - start >= d - 1e-9) {
+                let Some(dur) = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok()) else { continue };
+                // Pods the kubelet started carry their start; pods running
+                // when they came count from then (`started`).
+                let known = if started.is_empty() { None } else { started.get(&p.key()).copied() };
+                let start = known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(now);
+                if now - start >= dur - 1e-9 {
                     r.completed.push(p.key());
                     *c.pods.status_mut(i).phase = PodPhase::Succeeded;
                 }
@@ -429,7 +438,8 @@ impl Sim {
         let arrivals = self.future.last().map(|t| t.at).into_iter();
         let completions = c.pods.iter().filter(|p| p.phase == PodPhase::Running).filter_map(|p| {
             let d = p.annotations.get(DURATION)?.parse::<f64>().ok()?;
-            Some(self.started.get(&p.key()).copied().unwrap_or(self.time) + d)
+            let known = if self.started.is_empty() { None } else { self.started.get(&p.key()).copied() };
+            Some(known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(self.time) + d)
         });
         let cron = self.workloads.next_due().map(|t| t as f64);
         arrivals.chain(completions).chain(cron).reduce(f64::min)
