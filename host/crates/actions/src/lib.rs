@@ -382,13 +382,14 @@ pub fn pending_sorted(ssn: &mut Session, job: u32) -> Vec<u32> {
     tasks
 }
 
-/// The queues of admitted, valid jobs (as first seen), and per queue its
-/// starving jobs: where reclaim and gang eviction look.
+/// The queues of admitted, valid jobs with pending tasks (as first seen),
+/// and per queue its starving jobs: where reclaim and gang eviction look.
 pub fn starving_by_queue(ssn: &mut Session) -> (Vec<u32>, std::collections::BTreeMap<u32, Vec<u32>>) {
     let mut queues = Vec::new();
     let mut starving: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
     for j in 0..ssn.jobs() as u32 {
-        if ssn.job_is_pending(j) || !job_valid(ssn, j) {
+        // A job with nothing pending can take nothing: no need to ask.
+        if ssn.job_is_pending(j) || !has_pending(ssn, j) || !job_valid(ssn, j) {
             continue;
         }
         let q = ssn.job_queue(j);
@@ -400,6 +401,11 @@ pub fn starving_by_queue(ssn: &mut Session) -> (Vec<u32>, std::collections::BTre
         }
     }
     (queues, starving)
+}
+
+/// Whether any task of job `j` is pending.
+pub fn has_pending(ssn: &Session, j: u32) -> bool {
+    ssn.extra.job_tasks[j as usize].iter().any(|&t| ssn.task_status(t) == tephra_contract::TaskStatus::Pending)
 }
 
 /// Allocatable for task `t` of `queue`; when not, the task's fit error

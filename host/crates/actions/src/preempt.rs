@@ -16,7 +16,11 @@ pub fn execute(ssn: &mut Session) {
     let mut preemptors: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     let mut starving = Vec::new();
     for j in 0..ssn.jobs() as u32 {
-        if ssn.job_is_pending(j) || !job_valid(ssn, j) || !ssn.policies.job_starving(&ssn.events, j) {
+        if ssn.job_is_pending(j)
+            || !super::has_pending(ssn, j)
+            || !job_valid(ssn, j)
+            || !ssn.policies.job_starving(&ssn.events, j)
+        {
             continue;
         }
         // As in Volcano, a job with a network topology does not preempt task

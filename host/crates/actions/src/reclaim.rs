@@ -73,8 +73,7 @@ pub fn execute(ssn: &mut Session) {
 fn elastic(ssn: &mut Session) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     for j in 0..ssn.jobs() as u32 {
-        let pending = ssn.extra.job_tasks[j as usize].iter().any(|&t| ssn.task_status(t) == TaskStatus::Pending);
-        if pending && !ssn.job_is_pending(j) && job_pipelined(ssn, j) && super::job_valid(ssn, j) {
+        if super::has_pending(ssn, j) && !ssn.job_is_pending(j) && job_pipelined(ssn, j) && super::job_valid(ssn, j) {
             out.push((j, ssn.job_queue(j)));
         }
     }

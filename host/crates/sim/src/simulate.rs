@@ -310,6 +310,10 @@ impl Sim {
                 continue;
             }
             if p.node.is_some() && p.phase == PodPhase::Pending {
+                // A pod made again under a name that came running starts afresh.
+                if !started.is_empty() {
+                    started.remove(&p.key());
+                }
                 r.started.push(p.key());
                 let p = c.pods.status_mut(i);
                 *p.phase = PodPhase::Running;
