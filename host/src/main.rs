@@ -91,6 +91,7 @@ enum TraceCommand {
         /// Queues by `user`, `gpu-type`, or `one` (all in --queue).
         #[arg(long, default_value = "one")]
         queue_by: String,
+        /// The queue of every job with `--queue-by one` (and of jobs without a user).
         #[arg(long, default_value = "default")]
         queue: String,
     },
@@ -104,6 +105,7 @@ enum TraceCommand {
         /// Queues the jobs spread over (default: `default`).
         #[arg(long, value_delimiter = ',')]
         queues: Vec<String>,
+        /// The same seed gives the same trace.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Fraction of jobs whose tasks each ask for one GPU.
