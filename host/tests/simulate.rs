@@ -541,6 +541,49 @@ fn capacity_guide_ends_with_two_and_six() {
     assert!(out.contains("default/podgroup-deployment-demo-2 1s (t=10s → t=11s)"), "{out}");
 }
 
+/// Time limits: a job's own, its queue's default and maximum, the queue's
+/// `overrun: nothing`, and a pod's activeDeadlineSeconds, each ending the
+/// pods at the right simulated second (examples/batch/time-limits.yaml).
+#[test]
+fn time_limits_end_overrunning_jobs() {
+    let (code, out, err) = tephra(&["simulate", "examples/batch/time-limits.yaml", "--skip-idle"]);
+    assert_eq!(code, 0, "{err}");
+    // The Volcano Jobs' pods start at t=2s (made the cycle after admission, bound, then run).
+    for (line, what) in [
+        ("timeout    default/long-default0-0 after 30s (time limit of job default/long)", "own limit"),
+        ("timeout    default/long-default0-1 after 30s (time limit of job default/long)", "own limit, every pod"),
+        ("timeout    default/capped-default0-0 after 40s (time limit of job default/capped)", "queue maximum"),
+        ("timeout    default/defaulted-default0-0 after 35s (time limit of job default/defaulted)", "queue default"),
+        ("timeout    default/deadline after 25s (activeDeadlineSeconds)", "the pod's own deadline"),
+        ("completed  default/short-default0-0", "within its limit"),
+        ("completed  default/lenient-default0-0", "overrun: nothing"),
+    ] {
+        assert!(out.contains(line), "{what}: {line}\n{out}");
+    }
+    assert_eq!(out.matches("timeout ").count(), 5, "{out}");
+    let at = |what: &str| out[..out.find(what).unwrap()].rfind("── cycle").map(|i| &out[i..i + 30]).unwrap();
+    assert!(at("timeout    default/long-default0-0").contains("(t=32s)"), "{out}");
+    assert!(at("completed  default/lenient-default0-0").contains("(t=62s)"), "{out}");
+    // A bad value is one line naming the object and annotation.
+    let dir = std::env::temp_dir().join(format!("tephra-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata:\n  name: q\n  annotations: {tephra.io/overrun: kill}\n",
+    )
+    .unwrap();
+    let (code, _, err) = tephra(&["simulate", bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("Queue q")
+            && err.contains("metadata.annotations.tephra.io/overrun")
+            && err.contains("\"kill\" is not evict or nothing"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
 /// A StatefulSet starts its pods one after another, each once the one
 /// before runs; a Deployment's pods come at once; one Node object with
 /// `tephra.io/replicas` stands for two nodes.

@@ -293,6 +293,9 @@ pub struct Pod {
     pub started: Option<i64>,
     /// Annotation `tephra.io/estimated-running-duration`, in ms.
     pub estimated_ms: Option<i64>,
+    /// `spec.activeDeadlineSeconds`, in ms: the kubelet ends the pod this
+    /// long after it starts.
+    pub active_deadline_ms: Option<i64>,
     /// Spec fields that constrain placement and tephra does not evaluate
     /// yet (`spec.affinity.podAntiAffinity`, …): the pod waits, with them
     /// named as the reason, rather than being placed as if they were absent.

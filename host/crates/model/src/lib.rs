@@ -16,6 +16,7 @@ pub mod resource;
 pub mod snapshot;
 pub mod synthetic;
 pub mod text;
+pub mod timelimit;
 pub mod topology;
 pub mod trace;
 pub mod tracked;

@@ -322,17 +322,20 @@ fn meta(at: &At, v: &Value, seqno: i64) -> Result<Meta> {
         Some(t) => parse_time(&t).ok_or_else(|| at.err("metadata.creationTimestamp", "expected RFC 3339 time"))? * 1000,
         None => seqno,
     };
-    Ok(Meta {
-        name,
-        namespace,
-        annotations: map(at, v, "metadata.annotations")?,
-        labels: map(at, v, "metadata.labels")?,
-        created,
-    })
+    let annotations = map(at, v, "metadata.annotations")?;
+    crate::timelimit::check(&annotations).map_err(|(key, why)| at.err(&format!("metadata.annotations.{key}"), why))?;
+    Ok(Meta { name, namespace, annotations, labels: map(at, v, "metadata.labels")?, created })
 }
 
 /// Reads the pod spec part shared by Pods and Volcano Job templates.
 fn pod_spec(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
+    pod.active_deadline_ms = match int64(at, spec, "activeDeadlineSeconds")? {
+        Some(s) if s > 0 && s <= i64::MAX / 1000 => Some(s * 1000),
+        Some(s) => {
+            return Err(at.err("spec.activeDeadlineSeconds", format!("{s} must be a positive number of seconds")))
+        }
+        None => None,
+    };
     let mut total = ResourceList::new();
     for (i, c) in seq(at, spec, "containers")?.iter().enumerate() {
         let mut req = resources(at, c, "resources.limits").map_err(|e| anyhow!("{e} (containers[{i}])"))?;

@@ -16,6 +16,8 @@ pub struct CycleReport {
     pub started: Vec<String>,
     pub completed: Vec<String>,
     pub restarted: Vec<String>,
+    /// Pods ended at their time limit: "ns/pod after 30s (what set it)".
+    pub overran: Vec<String>,
     /// Pods a workload controller made (Deployment, StatefulSet, Job…).
     pub made: Vec<String>,
     /// Jobs (`batch/v1`) that completed or failed.
@@ -71,6 +73,7 @@ impl CycleReport {
             && self.started.is_empty()
             && self.completed.is_empty()
             && self.restarted.is_empty()
+            && self.overran.is_empty()
             && self.made.is_empty()
             && self.finished.is_empty()
             && self.admitted.is_empty()
@@ -91,6 +94,9 @@ impl CycleReport {
         }
         for p in &self.completed {
             line("completed", p.clone());
+        }
+        for p in &self.overran {
+            line("timeout", p.clone());
         }
         for p in &self.restarted {
             line("restarted", format!("{p} (recreated by its job)"));

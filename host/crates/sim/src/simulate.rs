@@ -300,6 +300,7 @@ impl Sim {
 
     /// The kubelet: bound pods start, timed pods finish, evicted pods go.
     fn kubelet(&mut self, c: &mut Cluster) {
+        let limits = time_limits(c);
         let (r, started) = (&mut self.report, &mut self.started);
         let now = self.time;
         let mut gone = Vec::new();
@@ -319,12 +320,21 @@ impl Sim {
                 *p.phase = PodPhase::Running;
                 *p.started = Some((now * 1000.0) as i64);
             } else if p.phase == PodPhase::Running {
-                let Some(dur) = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok()) else { continue };
+                let dur = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok());
+                let limit = limits.as_ref().and_then(|l| pod_limit(l, p));
+                if dur.is_none() && limit.is_none() {
+                    continue;
+                }
                 // Pods the kubelet started carry their start; pods running
                 // when they came count from then (`started`).
                 let known = if started.is_empty() { None } else { started.get(&p.key()).copied() };
                 let start = known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(now);
-                if now - start >= dur - 1e-9 {
+                let (dur, limit_s) = (dur.unwrap_or(f64::INFINITY), limit.as_ref().map_or(f64::INFINITY, |(s, _)| *s));
+                if limit_s < dur && now - start >= limit_s - 1e-9 {
+                    let why = limit.map(|(_, why)| why).unwrap_or_default();
+                    r.overran.push(format!("{} after {}s ({why})", p.key(), limit_s));
+                    *c.pods.status_mut(i).phase = PodPhase::Failed;
+                } else if now - start >= dur - 1e-9 {
                     r.completed.push(p.key());
                     *c.pods.status_mut(i).phase = PodPhase::Succeeded;
                 }
@@ -440,8 +450,13 @@ impl Sim {
     /// completion, a CronJob's run.
     fn next_event(&self, c: &Cluster) -> Option<f64> {
         let arrivals = self.future.last().map(|t| t.at).into_iter();
+        let limits = time_limits(c);
         let completions = c.pods.iter().filter(|p| p.phase == PodPhase::Running).filter_map(|p| {
-            let d = p.annotations.get(DURATION)?.parse::<f64>().ok()?;
+            let d = p.annotations.get(DURATION).and_then(|d| d.parse::<f64>().ok());
+            let d = match (d, limits.as_ref().and_then(|l| pod_limit(l, p))) {
+                (Some(d), Some((l, _))) => d.min(l),
+                (d, l) => d.or(l.map(|l| l.0))?,
+            };
             let known = if self.started.is_empty() { None } else { self.started.get(&p.key()).copied() };
             Some(known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(self.time) + d)
         });
@@ -583,4 +598,49 @@ fn capacity(c: &Cluster) -> tephra_model::resource::ResourceList {
         }
     }
     sum
+}
+
+/// Per PodGroup (namespace, name): its time limit in seconds when its
+/// queue ends overrunning jobs; `None` when nothing in the cluster sets a
+/// limit (the common case costs one look at each object).
+type Limits = HashMap<(String, String), f64>;
+
+fn time_limits(c: &Cluster) -> Option<Limits> {
+    use tephra_model::timelimit::{self, Overrun, DEFAULT_TIME_LIMIT, MAX_TIME_LIMIT, TIME_LIMIT};
+    let queued = c
+        .queues
+        .iter()
+        .any(|q| q.annotations.contains_key(DEFAULT_TIME_LIMIT) || q.annotations.contains_key(MAX_TIME_LIMIT));
+    let any = queued
+        || c.podgroups.iter().any(|g| g.annotations.contains_key(TIME_LIMIT))
+        || c.pods.iter().any(|p| p.active_deadline_ms.is_some());
+    if !any {
+        return None;
+    }
+    let queues: HashMap<&str, &Queue> = c.queues.iter().map(|q| (q.name.as_str(), q)).collect();
+    let mut out = Limits::new();
+    for g in c.podgroups.iter() {
+        let q = queues.get(g.queue.as_str()).copied();
+        if timelimit::overrun(q) == Overrun::Nothing {
+            continue;
+        }
+        if let Some(ms) = timelimit::job_limit_ms(g, q) {
+            out.insert((g.namespace.clone(), g.name.clone()), ms as f64 / 1000.0);
+        }
+    }
+    Some(out)
+}
+
+/// A running pod's limit in seconds and what sets it: its own
+/// activeDeadlineSeconds or its job's time limit, whichever ends first.
+fn pod_limit(limits: &Limits, p: &Pod) -> Option<(f64, String)> {
+    let own = p.active_deadline_ms.map(|ms| (ms as f64 / 1000.0, "activeDeadlineSeconds".to_string()));
+    let job = p.group.as_ref().and_then(|g| {
+        let s = limits.get(&(p.namespace.clone(), g.clone()))?;
+        Some((*s, format!("time limit of job {}/{g}", p.namespace)))
+    });
+    match (own, job) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
 }

@@ -17,6 +17,7 @@
 //! | `namespace` | namespace | `default` |
 //! | `priority` | pod priority | 0 |
 //! | `cpu`, `memory`, `gpu` | per-task requests (quantities; gpu is `nvidia.com/gpu`) | none |
+//! | `time_limit` | the job's time limit (`2h`; crate::timelimit) | none |
 
 pub mod alibaba;
 pub mod generate;
@@ -32,8 +33,20 @@ use std::collections::{BTreeMap, HashSet};
 pub const TRACE_JOB: &str = "tephra.io/trace-job";
 
 /// The columns, in the order [`write`] puts them.
-pub const COLUMNS: [&str; 11] =
-    ["job", "submit", "duration", "tasks", "min_available", "queue", "namespace", "priority", "cpu", "memory", "gpu"];
+pub const COLUMNS: [&str; 12] = [
+    "job",
+    "submit",
+    "duration",
+    "tasks",
+    "min_available",
+    "queue",
+    "namespace",
+    "priority",
+    "cpu",
+    "memory",
+    "gpu",
+    "time_limit",
+];
 
 /// One job of a trace.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,6 +63,8 @@ pub struct TraceJob {
     pub cpu: Option<String>,
     pub memory: Option<String>,
     pub gpu: Option<String>,
+    /// The job's time limit, as written (`2h`).
+    pub time_limit: Option<String>,
 }
 
 impl TraceJob {
@@ -67,6 +82,7 @@ impl TraceJob {
             cpu: None,
             memory: None,
             gpu: None,
+            time_limit: None,
         }
     }
 }
@@ -141,6 +157,11 @@ pub fn read(text: &str, origin: &str) -> Result<Vec<TraceJob>> {
             cpu: quantity("cpu", "cpu")?,
             memory: quantity("memory", "memory")?,
             gpu: quantity("gpu", GPU)?,
+            time_limit: match get("time_limit") {
+                Some(v) if crate::config::duration_ms(v).is_some_and(|ms| ms > 0) => Some(v.to_string()),
+                Some(v) => return Err(at("time_limit", format!("{v:?} is not a positive duration (like 90s, 2h)"))),
+                None => None,
+            },
             job: job.clone(),
         };
         if !seen.insert((j.namespace.clone(), j.job.clone())) {
@@ -172,6 +193,7 @@ pub fn write(jobs: &[TraceJob], out: impl std::io::Write) -> Result<()> {
             opt(&j.cpu),
             opt(&j.memory),
             opt(&j.gpu),
+            opt(&j.time_limit),
         ])?;
     }
     w.flush()?;
@@ -197,7 +219,10 @@ pub fn objects(jobs: &[TraceJob]) -> Result<Vec<Timed>> {
             }
         }
         let created = (j.submit * 1000.0) as i64;
-        let mark: BTreeMap<String, String> = [(TRACE_JOB.to_string(), j.job.clone())].into();
+        let mut mark: BTreeMap<String, String> = [(TRACE_JOB.to_string(), j.job.clone())].into();
+        if let Some(limit) = &j.time_limit {
+            mark.insert(crate::timelimit::TIME_LIMIT.into(), limit.clone());
+        }
         let templates = (0..j.tasks)
             .map(|i| {
                 let mut annotations = mark.clone();
@@ -262,7 +287,7 @@ mod tests {
         assert_eq!(
             err("job,submit,duration,cpus\n"),
             "t.csv: header: unknown column \"cpus\" (columns: job, submit, duration, tasks, min_available, queue, \
-             namespace, priority, cpu, memory, gpu)"
+             namespace, priority, cpu, memory, gpu, time_limit)"
         );
         assert_eq!(err("job,submit,duration\na,x,1\n"), "t.csv:2: job a: column submit: expected a number, got \"x\"");
         assert_eq!(err("job,submit,duration\na,1,0\n"), "t.csv:2: job a: column duration: must be more than 0 seconds");

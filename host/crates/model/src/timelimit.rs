@@ -1,0 +1,99 @@
+//! Job time limits, Slurm's `--time`: a job's maximum run time, from its
+//! PodGroup (or Volcano Job) annotation, else its queue's default, never
+//! above its queue's maximum; what happens to a job that overruns is the
+//! queue's to say. A pod's `spec.activeDeadlineSeconds` is Kubernetes' own
+//! limit and always ends the pod, as the kubelet does.
+
+use crate::cluster::{PodGroup, Queue};
+use std::collections::BTreeMap;
+
+/// A job's maximum run time (PodGroup or Volcano Job annotation).
+pub const TIME_LIMIT: &str = "tephra.io/time-limit";
+/// A queue's limit for jobs that set none.
+pub const DEFAULT_TIME_LIMIT: &str = "tephra.io/default-time-limit";
+/// The most a queue lets a job ask for.
+pub const MAX_TIME_LIMIT: &str = "tephra.io/max-time-limit";
+/// What a queue does with a job past its limit: `evict` (default) or `nothing`.
+pub const OVERRUN: &str = "tephra.io/overrun";
+
+/// What happens to a job that runs past its limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Overrun {
+    /// Its pods are ended (Slurm's behaviour).
+    #[default]
+    Evict,
+    /// It runs on.
+    Nothing,
+}
+
+/// Checks the time-limit annotations of any object; the error names the
+/// annotation and says what was expected.
+pub fn check(annotations: &BTreeMap<String, String>) -> Result<(), (String, String)> {
+    for key in [TIME_LIMIT, DEFAULT_TIME_LIMIT, MAX_TIME_LIMIT] {
+        if let Some(v) = annotations.get(key) {
+            match crate::config::duration_ms(v) {
+                Some(ms) if ms > 0 => {}
+                _ => return Err((key.into(), format!("{v:?} is not a positive duration (like 90s, 2h, 1h30m)"))),
+            }
+        }
+    }
+    match annotations.get(OVERRUN).map(String::as_str) {
+        None | Some("evict" | "nothing") => Ok(()),
+        Some(v) => Err((OVERRUN.into(), format!("{v:?} is not evict or nothing"))),
+    }
+}
+
+fn ms(annotations: &BTreeMap<String, String>, key: &str) -> Option<i64> {
+    annotations.get(key).and_then(|v| crate::config::duration_ms(v)).filter(|&ms| ms > 0)
+}
+
+/// The job's limit in ms: its own, else its queue's default, at most its
+/// queue's maximum (none: no limit).
+pub fn job_limit_ms(g: &PodGroup, q: Option<&Queue>) -> Option<i64> {
+    let qa = q.map(|q| &q.annotations);
+    let own = ms(&g.annotations, TIME_LIMIT).or_else(|| qa.and_then(|a| ms(a, DEFAULT_TIME_LIMIT)));
+    match (own, qa.and_then(|a| ms(a, MAX_TIME_LIMIT))) {
+        (Some(o), Some(m)) => Some(o.min(m)),
+        (None, Some(m)) => Some(m),
+        (o, None) => o,
+    }
+}
+
+/// What the queue does with overrunning jobs.
+pub fn overrun(q: Option<&Queue>) -> Overrun {
+    match q.and_then(|q| q.annotations.get(OVERRUN)).map(String::as_str) {
+        Some("nothing") => Overrun::Nothing,
+        _ => Overrun::Evict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn own_limit_else_default_never_above_the_maximum() {
+        let g = |a: &[(&str, &str)]| PodGroup { annotations: with(a), ..Default::default() };
+        let q = |a: &[(&str, &str)]| Queue { annotations: with(a), ..Default::default() };
+        assert_eq!(job_limit_ms(&g(&[]), None), None);
+        assert_eq!(job_limit_ms(&g(&[(TIME_LIMIT, "90s")]), None), Some(90_000));
+        let queue = q(&[(DEFAULT_TIME_LIMIT, "1h"), (MAX_TIME_LIMIT, "2h")]);
+        assert_eq!(job_limit_ms(&g(&[]), Some(&queue)), Some(3_600_000));
+        assert_eq!(job_limit_ms(&g(&[(TIME_LIMIT, "3h")]), Some(&queue)), Some(7_200_000));
+        assert_eq!(job_limit_ms(&g(&[(TIME_LIMIT, "10m")]), Some(&queue)), Some(600_000));
+        assert_eq!(job_limit_ms(&g(&[]), Some(&q(&[(MAX_TIME_LIMIT, "5m")]))), Some(300_000));
+        assert_eq!(overrun(Some(&q(&[(OVERRUN, "nothing")]))), Overrun::Nothing);
+        assert_eq!(overrun(None), Overrun::Evict);
+        assert!(check(&with(&[(TIME_LIMIT, "2h"), (OVERRUN, "evict")])).is_ok());
+        assert_eq!(check(&with(&[(TIME_LIMIT, "soon")])).unwrap_err().0, TIME_LIMIT);
+        assert_eq!(check(&with(&[(MAX_TIME_LIMIT, "0s")])).unwrap_err().0, MAX_TIME_LIMIT);
+        assert_eq!(
+            check(&with(&[(OVERRUN, "kill")])).unwrap_err(),
+            (OVERRUN.into(), "\"kill\" is not evict or nothing".into())
+        );
+    }
+}
