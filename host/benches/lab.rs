@@ -50,7 +50,14 @@ fn main() {
         .map(|p| p.trim().parse().expect("TEPHRA_BENCH_PERIODS"))
         .collect();
     let queues: Vec<String> = ["default", "research", "prod", "batch"].map(String::from).to_vec();
-    let shape = generate::Shape { jobs, span: 7.0 * 86400.0, queues: queues.clone(), seed: 1, gpu_jobs: 0.0 };
+    let shape = generate::Shape {
+        jobs,
+        span: 7.0 * 86400.0,
+        queues: queues.clone(),
+        seed: 1,
+        gpu_jobs: 0.0,
+        limit_factor: None,
+    };
     let mut cluster = format!(
         "apiVersion: v1\nkind: Node\nmetadata: {{name: node, annotations: {{tephra.io/replicas: \"{nodes}\"}}}}\n\
          status: {{allocatable: {{cpu: \"8\", memory: 32Gi, pods: \"110\"}}}}\n"

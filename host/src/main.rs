@@ -111,6 +111,9 @@ enum TraceCommand {
         /// Fraction of jobs whose tasks each ask for one GPU.
         #[arg(long, default_value_t = 0.0)]
         gpu_jobs: f64,
+        /// Give each job a time limit of this many times its run time (rounded up to a minute).
+        #[arg(long)]
+        time_limit_factor: Option<f64>,
     },
 }
 
@@ -721,14 +724,20 @@ fn trace_command(command: TraceCommand) -> Result<()> {
             eprintln!("{} jobs; {} task rows left out (no times)", out.jobs.len(), out.skipped_tasks);
             out.jobs
         }
-        TraceCommand::Generate { jobs, days, queues, seed, gpu_jobs } => {
+        TraceCommand::Generate { jobs, days, queues, seed, gpu_jobs, time_limit_factor } => {
             if !(days > 0.0 && days.is_finite()) {
                 return Err(anyhow!("--days: must be more than 0"));
             }
             if !(0.0..=1.0).contains(&gpu_jobs) {
                 return Err(anyhow!("--gpu-jobs: must be from 0 to 1"));
             }
-            generate::generate(&generate::Shape { jobs, span: days * 86400.0, queues, seed, gpu_jobs })
+            if time_limit_factor.is_some_and(|f| !(f >= 1.0 && f.is_finite())) {
+                return Err(anyhow!(
+                    "--time-limit-factor: must be 1 or more (a limit below the run time ends every job)"
+                ));
+            }
+            let limit_factor = time_limit_factor;
+            generate::generate(&generate::Shape { jobs, span: days * 86400.0, queues, seed, gpu_jobs, limit_factor })
         }
     };
     let mut buf = Vec::new();

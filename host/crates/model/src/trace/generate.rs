@@ -14,6 +14,10 @@ pub struct Shape {
     pub seed: u64,
     /// Fraction of jobs whose tasks each ask for one GPU.
     pub gpu_jobs: f64,
+    /// Each job's time limit as this multiple of its run time, rounded up
+    /// to a minute (users overestimate: Slurm traces show 2 to 5); none:
+    /// no limits.
+    pub limit_factor: Option<f64>,
 }
 
 /// SplitMix64: small, fast, and the same numbers on every platform.
@@ -66,6 +70,9 @@ pub fn generate(shape: &Shape) -> Vec<TraceJob> {
             if rng.unit() < shape.gpu_jobs {
                 j.gpu = Some("1".into());
             }
+            if let Some(f) = shape.limit_factor {
+                j.time_limit = Some(format!("{}m", (duration * f / 60.0).ceil().max(1.0)));
+            }
             j
         })
         .collect()
@@ -77,7 +84,14 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_trace() {
-        let shape = Shape { jobs: 1000, span: 86400.0, queues: vec!["a".into(), "b".into()], seed: 7, gpu_jobs: 0.2 };
+        let shape = Shape {
+            jobs: 1000,
+            span: 86400.0,
+            queues: vec!["a".into(), "b".into()],
+            seed: 7,
+            gpu_jobs: 0.2,
+            limit_factor: None,
+        };
         let (a, b) = (generate(&shape), generate(&shape));
         assert_eq!(a, b);
         assert!(a.windows(2).all(|w| w[0].submit <= w[1].submit));
@@ -85,6 +99,12 @@ mod tests {
         assert!(a.iter().any(|j| j.queue == "a") && a.iter().any(|j| j.queue == "b"));
         let single = a.iter().filter(|j| j.tasks == 1).count();
         assert!((600..800).contains(&single), "{single}");
+        assert!(a.iter().all(|j| j.time_limit.is_none()));
+        let limited = generate(&Shape { limit_factor: Some(2.0), ..shape.clone() });
+        for (j, l) in a.iter().zip(&limited) {
+            let minutes: f64 = l.time_limit.as_deref().unwrap().trim_end_matches('m').parse().unwrap();
+            assert_eq!(minutes, (j.duration * 2.0 / 60.0).ceil().max(1.0), "{l:?}");
+        }
         assert_ne!(generate(&Shape { seed: 8, ..shape }), a);
     }
 }
