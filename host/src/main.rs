@@ -466,16 +466,9 @@ fn simulate(run: Run) -> Result<()> {
             })
             .unwrap_or_else(SchedulerConfig::default_config),
     };
-    let queues: Vec<tephra::model::Queue> = objects
-        .iter()
-        .filter_map(|t| match &t.object {
-            Object::Queue(q) => Some(q.clone()),
-            _ => None,
-        })
-        .collect();
-    let findings = tephra::validate::queues(&queues, &config);
-    if let Some(e) = findings.errors.first() {
-        return Err(anyhow!("{e}"));
+    // A comparison checks each variant's queues under its own config.
+    if !lab {
+        check_queues(&objects, &config, None)?;
     }
     // The HyperNodes of the whole run must form a tree (nothing is half applied).
     let hypernodes: Vec<_> = objects
@@ -496,9 +489,6 @@ fn simulate(run: Run) -> Result<()> {
         let origin = if files.is_empty() { "<demo cluster>".to_string() } else { files_list(&files) };
         return Err(anyhow!("{origin}: {e}"));
     }
-    for w in &findings.warnings {
-        eprintln!("warning: {w}");
-    }
     if watch && plugins_dir.is_none() && config_path.is_none() {
         return Err(anyhow!("--watch needs --plugins-dir or --config to watch"));
     }
@@ -511,7 +501,7 @@ fn simulate(run: Run) -> Result<()> {
         let workload = if files.is_empty() {
             vec!["<demo cluster>".to_string()]
         } else {
-            files_list(&files).split(", ").map(String::from).collect()
+            files.iter().map(|p| p.display().to_string()).collect()
         };
         return lab_run(objects, config, &compare, workload, report, plugins_dir, options, output);
     }
@@ -575,6 +565,28 @@ fn simulate(run: Run) -> Result<()> {
     Ok(())
 }
 
+/// The Queues among `objects` checked against `config` (Volcano's rules and
+/// what the configured quota plugin reads): the first error fails the run,
+/// warnings are printed; `origin` names a comparison's variant.
+fn check_queues(objects: &[manifest::Timed], config: &SchedulerConfig, origin: Option<&str>) -> Result<()> {
+    let queues: Vec<tephra::model::Queue> = objects
+        .iter()
+        .filter_map(|t| match &t.object {
+            Object::Queue(q) => Some(q.clone()),
+            _ => None,
+        })
+        .collect();
+    let findings = tephra::validate::queues(&queues, config);
+    let at = origin.map(|o| format!("{o}: ")).unwrap_or_default();
+    if let Some(e) = findings.errors.first() {
+        return Err(anyhow!("{at}{e}"));
+    }
+    for w in &findings.warnings {
+        eprintln!("warning: {at}{w}");
+    }
+    Ok(())
+}
+
 /// `simulate --compare/--report`: each variant in turn, with progress on
 /// stderr, then the figures (and the report files).
 #[allow(clippy::too_many_arguments)]
@@ -598,18 +610,7 @@ fn lab_run(
     }
     lab::check_names(&variants)?;
     for v in &variants {
-        let queues: Vec<tephra::model::Queue> = v
-            .overrides
-            .iter()
-            .chain(&objects)
-            .filter_map(|t| match &t.object {
-                Object::Queue(q) => Some(q.clone()),
-                _ => None,
-            })
-            .collect();
-        if let Some(e) = tephra::validate::queues(&queues, &v.config).errors.first() {
-            return Err(anyhow!("{}: {e}", v.origin));
-        }
+        check_queues(&v.objects(&objects), &v.config, Some(&v.origin))?;
     }
     let mut summaries = Vec::new();
     for v in &variants {

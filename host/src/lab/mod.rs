@@ -69,7 +69,7 @@ impl Variant {
     }
 
     /// The workload with this variant's objects in place of its own.
-    fn objects(&self, workload: &[Timed]) -> Vec<Timed> {
+    pub fn objects(&self, workload: &[Timed]) -> Vec<Timed> {
         let replaced: HashSet<(&str, String)> = self.overrides.iter().filter_map(|t| t.object.identity()).collect();
         let keep = |t: &&Timed| !t.object.identity().is_some_and(|id| replaced.contains(&id));
         let kept = workload.iter().filter(keep).filter(|t| !matches!(t.object, Object::Config(_)));

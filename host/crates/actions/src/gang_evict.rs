@@ -59,7 +59,7 @@ impl Args {
 
 fn execute(ssn: &mut Session, kind: EvictionKind) {
     let args = Args::of(ssn, kind);
-    let (mut queues, mut starving) = super::starving_by_queue(ssn);
+    let (mut queues, mut starving) = super::preemptors_by_queue(ssn, super::starving);
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
         if kind == EvictionKind::GangReclaim && ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
             continue;

@@ -383,12 +383,16 @@ pub fn pending_sorted(ssn: &mut Session, job: u32) -> Vec<u32> {
 }
 
 /// The queues of admitted, valid jobs with pending tasks (as first seen),
-/// and per queue its starving jobs: where reclaim and gang eviction look.
-pub fn starving_by_queue(ssn: &mut Session) -> (Vec<u32>, std::collections::BTreeMap<u32, Vec<u32>>) {
+/// and per queue the jobs `serves` picks, in id order: who preempt, reclaim
+/// and gang eviction act for. A job with nothing pending can take nothing,
+/// so no plugin is asked about it.
+pub fn preemptors_by_queue(
+    ssn: &mut Session,
+    mut serves: impl FnMut(&mut Session, u32) -> bool,
+) -> (Vec<u32>, std::collections::BTreeMap<u32, Vec<u32>>) {
     let mut queues = Vec::new();
-    let mut starving: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    let mut picked: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
     for j in 0..ssn.jobs() as u32 {
-        // A job with nothing pending can take nothing: no need to ask.
         if ssn.job_is_pending(j) || !has_pending(ssn, j) || !job_valid(ssn, j) {
             continue;
         }
@@ -396,11 +400,25 @@ pub fn starving_by_queue(ssn: &mut Session) -> (Vec<u32>, std::collections::BTre
         if !queues.contains(&q) {
             queues.push(q);
         }
-        if ssn.policies.job_starving(&ssn.events, j) {
-            starving.entry(q).or_default().push(j);
+        if serves(ssn, j) {
+            picked.entry(q).or_default().push(j);
         }
     }
-    (queues, starving)
+    (queues, picked)
+}
+
+/// Whether the job is starving (the first tier that answers decides).
+pub fn starving(ssn: &mut Session, j: u32) -> bool {
+    ssn.policies.job_starving(&ssn.events, j)
+}
+
+/// The pending tasks of `j` (best-effort ones too), by id.
+pub fn pending_tasks(ssn: &Session, j: u32) -> Vec<u32> {
+    ssn.extra.job_tasks[j as usize]
+        .iter()
+        .copied()
+        .filter(|&t| ssn.task_status(t) == tephra_contract::TaskStatus::Pending)
+        .collect()
 }
 
 /// Whether any task of job `j` is pending.

@@ -4,7 +4,7 @@
 //! the victims are gone (reference §7.4).
 
 use super::victims::{evict_until_fits, nodes_by_score, tasks_on, victim_order};
-use super::{job_pipelined, job_valid, pop_first, sort, Kind};
+use super::{job_pipelined, pop_first, sort, Kind};
 use std::collections::BTreeMap;
 use tephra_contract::TaskStatus;
 use tephra_dispatch::backend::Call;
@@ -12,32 +12,14 @@ use tephra_session::session::{Session, NONE};
 use tephra_session::statement::Statement;
 
 pub fn execute(ssn: &mut Session) {
-    let mut queues = Vec::new();
-    let mut preemptors: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    let mut starving = Vec::new();
-    for j in 0..ssn.jobs() as u32 {
-        if ssn.job_is_pending(j)
-            || !super::has_pending(ssn, j)
-            || !job_valid(ssn, j)
-            || !ssn.policies.job_starving(&ssn.events, j)
-        {
-            continue;
-        }
-        // As in Volcano, a job with a network topology does not preempt task
-        // by task: gangpreempt makes room for it within its domain.
-        if super::topology::has_topology(ssn, j) {
-            continue;
-        }
-        let q = ssn.job_queue(j);
-        if !queues.contains(&q) {
-            queues.push(q);
-        }
-        preemptors.entry(q).or_default().push(j);
-        starving.push(j);
-    }
+    // As in Volcano, a job with a network topology does not preempt task by
+    // task: gangpreempt makes room for it within its domain.
+    let serves = |ssn: &mut Session, j| super::starving(ssn, j) && !super::topology::has_topology(ssn, j);
+    let (mut queues, mut preemptors) = super::preemptors_by_queue(ssn, serves);
+    let starving: Vec<u32> = preemptors.values().flatten().copied().collect();
     let mut tasks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for &j in &starving {
-        let mut pending = pending_tasks(ssn, j);
+        let mut pending = super::pending_tasks(ssn, j);
         sort(ssn, Kind::Task, &mut pending);
         tasks.insert(j, pending);
     }
@@ -66,7 +48,7 @@ pub fn execute(ssn: &mut Session) {
         // Inside each starving job of the queue: its own lower-priority tasks.
         let own: Vec<u32> = starving.iter().copied().filter(|&j| ssn.job_queue(j) == q).collect();
         for job in own {
-            let mut pending = pending_tasks(ssn, job);
+            let mut pending = super::pending_tasks(ssn, job);
             sort(ssn, Kind::Task, &mut pending);
             for p in pending {
                 let mut stmt = Statement::new();
@@ -79,10 +61,6 @@ pub fn execute(ssn: &mut Session) {
             }
         }
     }
-}
-
-fn pending_tasks(ssn: &Session, j: u32) -> Vec<u32> {
-    ssn.extra.job_tasks[j as usize].iter().copied().filter(|&t| ssn.task_status(t) == TaskStatus::Pending).collect()
 }
 
 /// Whether `p` must not preempt now: policy Never, or its nominated node

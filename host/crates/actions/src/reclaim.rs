@@ -22,22 +22,12 @@ use tephra_session::statement::Statement;
 
 pub fn execute(ssn: &mut Session) {
     let share = ssn.policies.any(P::Preemptive);
-    let (mut queues, mut preemptors) = super::starving_by_queue(ssn);
-    if share {
-        for (j, q) in elastic(ssn) {
-            let jobs = preemptors.entry(q).or_default();
-            if !jobs.contains(&j) {
-                jobs.push(j);
-            }
-        }
-    }
+    // Starving jobs; with a share plugin also running jobs with more to place.
+    let serves = |ssn: &mut Session, j| super::starving(ssn, j) || (share && job_pipelined(ssn, j));
+    let (mut queues, mut preemptors) = super::preemptors_by_queue(ssn, serves);
     let mut tasks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for &j in preemptors.values().flatten() {
-        let mut pending: Vec<u32> = ssn.extra.job_tasks[j as usize]
-            .iter()
-            .copied()
-            .filter(|&t| ssn.task_status(t) == TaskStatus::Pending)
-            .collect();
+        let mut pending = super::pending_tasks(ssn, j);
         sort(ssn, Kind::Task, &mut pending);
         tasks.insert(j, pending);
     }
@@ -67,17 +57,6 @@ pub fn execute(ssn: &mut Session) {
             queues.push(q);
         }
     }
-}
-
-/// Running jobs with pending tasks beyond what they need, with their queues.
-fn elastic(ssn: &mut Session) -> Vec<(u32, u32)> {
-    let mut out = Vec::new();
-    for j in 0..ssn.jobs() as u32 {
-        if super::has_pending(ssn, j) && !ssn.job_is_pending(j) && job_pipelined(ssn, j) && super::job_valid(ssn, j) {
-            out.push((j, ssn.job_queue(j)));
-        }
-    }
-    out
 }
 
 fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {

@@ -92,11 +92,10 @@ impl Recorder {
         self.cycles += 1;
         self.end = r.time;
         for (key, queue) in &r.new_jobs {
-            if !self.jobs.contains_key(key) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.jobs.entry(key.clone()) {
+                e.insert(Job { queue: queue.clone(), arrived: r.time, running: None, finished: None });
                 self.order.push(key.clone());
             }
-            let job = Job { queue: queue.clone(), arrived: r.time, running: None, finished: None };
-            self.jobs.entry(key.clone()).or_insert(job);
         }
         for (key, phase) in &r.phases {
             let Some(j) = self.jobs.get_mut(key) else { continue };

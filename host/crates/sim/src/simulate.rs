@@ -325,10 +325,7 @@ impl Sim {
                 if dur.is_none() && limit.is_none() {
                     continue;
                 }
-                // Pods the kubelet started carry their start; pods running
-                // when they came count from then (`started`).
-                let known = if started.is_empty() { None } else { started.get(&p.key()).copied() };
-                let start = known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(now);
+                let start = start_of(started, p, now);
                 let (dur, limit_s) = (dur.unwrap_or(f64::INFINITY), limit.as_ref().map_or(f64::INFINITY, |(s, _)| *s));
                 if limit_s < dur && now - start >= limit_s - 1e-9 {
                     let why = limit.map(|(_, why)| why).unwrap_or_default();
@@ -457,8 +454,7 @@ impl Sim {
                 (Some(d), Some((l, _))) => d.min(l),
                 (d, l) => d.or(l.map(|l| l.0))?,
             };
-            let known = if self.started.is_empty() { None } else { self.started.get(&p.key()).copied() };
-            Some(known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(self.time) + d)
+            Some(start_of(&self.started, p, self.time) + d)
         });
         let cron = self.workloads.next_due().map(|t| t as f64);
         arrivals.chain(completions).chain(cron).reduce(f64::min)
@@ -598,6 +594,14 @@ fn capacity(c: &Cluster) -> tephra_model::resource::ResourceList {
         }
     }
     sum
+}
+
+/// When a running pod started, in simulated seconds: pods the kubelet
+/// started carry their start; pods running when they came count from then
+/// (`started`, empty unless some did).
+fn start_of(started: &HashMap<String, f64>, p: &Pod, now: f64) -> f64 {
+    let known = if started.is_empty() { None } else { started.get(&p.key()).copied() };
+    known.or(p.started.map(|ms| ms as f64 / 1000.0)).unwrap_or(now)
 }
 
 /// Per PodGroup (namespace, name): its time limit in seconds when its
