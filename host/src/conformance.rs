@@ -44,8 +44,9 @@ const SESSION_KEYS: [&str; 11] = [
     "eventually",
 ];
 /// Per-cycle checks of `mode: sessions` (one simulated cycle each).
-const CYCLE_KEYS: [&str; 9] = [
+const CYCLE_KEYS: [&str; 10] = [
     "binds",
+    "predicted_start",
     "bind_count",
     "evicted",
     "target_jobs",
@@ -793,6 +794,13 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
             let got = r.targets.iter().find(|t| t.0 == job).map(|t| t.1.clone()).unwrap_or_default();
             if strs(Some(nodes)) != got {
                 diffs.push(format!("{at}: locked_for_job {job}: want {:?}, got {got:?}", strs(Some(nodes))));
+            }
+        }
+        for (job, when) in want.get("predicted_start").and_then(Value::as_mapping).into_iter().flatten() {
+            let job = scalar_string(job).unwrap_or_default();
+            let got = r.starts.iter().find(|s| s.0 == job).and_then(|s| s.1);
+            if got != when.as_f64() {
+                diffs.push(format!("{at}: predicted_start {job}: want {when:?}, got {got:?}"));
             }
         }
         for (queue, nodes) in want.get("locked_for_queue").and_then(Value::as_mapping).into_iter().flatten() {

@@ -7,6 +7,7 @@
 use super::victims::{candidate_nodes, tasks_on, victim_order};
 use tephra_contract::{JobPhase, LockOwner, TaskStatus};
 use tephra_dispatch::backend::Call;
+use tephra_session::reservation::Backfill;
 use tephra_session::session::{Session, NONE};
 use tephra_session::statement::Statement;
 
@@ -31,9 +32,23 @@ pub fn elect(ssn: &mut Session) {
     }
 }
 
-/// Free target slots: argument `targets` of `elect`, default 1.
+/// Free target slots: argument `targets` of `elect`, default 1; with
+/// conservative backfill, every waiting job the policy elects (up to
+/// [`CONSERVATIVE_MAX`]).
 fn slots(ssn: &Session) -> usize {
+    if backfill(ssn) == Backfill::Conservative {
+        return CONSERVATIVE_MAX;
+    }
     arg(ssn, "elect", "targets").and_then(|s| s.parse::<usize>().ok()).unwrap_or(1)
+}
+
+/// Jobs reserved for at once under conservative backfill: each costs the
+/// policy a node search every cycle.
+const CONSERVATIVE_MAX: usize = 64;
+
+/// `reserve`'s argument `backfill` (the config check refuses other values).
+fn backfill(ssn: &Session) -> Backfill {
+    arg(ssn, "reserve", "backfill").and_then(Backfill::parse).unwrap_or_default()
 }
 
 /// Elects one more target among the waiting jobs, `except` these.
@@ -56,6 +71,7 @@ const REELECT_MAX: usize = 8;
 /// `relockPeriod` (default 5 s) or when a guarantee changes, for each queue
 /// with a guarantee; then evicts where a reservation demands it.
 pub fn reserve(ssn: &mut Session) {
+    ssn.locks.backfill = backfill(ssn);
     let mut refused = Vec::new();
     for j in ssn.snap.reservation_targets.clone() {
         if !waiting(ssn, j) {
@@ -74,6 +90,7 @@ pub fn reserve(ssn: &mut Session) {
             refused.push(j);
         }
     }
+    ssn.locks.starts = ssn.predicted_starts();
     evict_overdue(ssn);
     relock_queues(ssn);
     evict_for_guaranteed(ssn);

@@ -368,6 +368,14 @@ impl SchedulerConfig {
 /// Action arguments tephra reads: a value it would misread is an error
 /// (other keys are passed over, as Volcano does).
 fn check_action_args(action: &str, args: &BTreeMap<String, String>) -> std::result::Result<(), String> {
+    if action == "reserve" {
+        if let Some(v) =
+            args.get("backfill").filter(|v| !matches!(v.as_str(), "off" | "none" | "easy" | "conservative"))
+        {
+            return Err(format!("backfill: expected off, easy or conservative, got {v:?}"));
+        }
+        return Ok(());
+    }
     if action != "allocate" {
         return Ok(());
     }

@@ -98,6 +98,11 @@ pub struct Extra {
     pub task_volatile: Vec<bool>,
     pub job_pg: Vec<usize>,
     pub job_tasks: Vec<Vec<u32>>,
+    /// Per job, its time limit in ms (0: none; see [`crate::timelimit`]).
+    pub job_limit_ms: Vec<i64>,
+    /// Per job, whether its limit is enforced (its queue evicts overrunning
+    /// jobs): only then may it run ahead of a reservation (backfill).
+    pub job_limit_enforced: Vec<bool>,
     pub job_roles: Vec<BTreeMap<u32, u32>>,
     pub queue_created: Vec<i64>,
     /// The HyperNode tree the snapshot's topology columns come from.
@@ -351,6 +356,12 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         basis.pg_job[gi] = j;
         names.jobs.push(g.key());
         extra.job_pg.push(gi);
+        let queue = cluster.queues.get(q as usize);
+        let limit = crate::timelimit::job_limit_ms(g, queue);
+        extra.job_limit_ms.push(limit.unwrap_or(0));
+        extra
+            .job_limit_enforced
+            .push(limit.is_some() && crate::timelimit::overrun(queue) == crate::timelimit::Overrun::Evict);
         snap.job_queue.push(q);
         snap.job_min_available.push(g.min_member);
         snap.job_has_min_resources.push(g.min_resources.is_some());
@@ -442,7 +453,18 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         snap.task_priority_class.push(strings.id(p.priority_class.as_deref().unwrap_or("")));
         snap.task_created_ms.push(p.created);
         snap.task_started_ms.push(p.started.unwrap_or(0));
-        snap.task_estimated_ms.push(p.estimated_ms.unwrap_or(0));
+        // Without an estimate of its own, a task is expected to run no longer
+        // than its limits: this is how plugins see time limits.
+        let limit = Some(extra.job_limit_ms[j as usize]).filter(|&l| l > 0);
+        let bound = match (limit, p.active_deadline_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let estimate = match (p.estimated_ms, bound) {
+            (Some(e), Some(b)) => Some(e.min(b)),
+            (e, b) => e.or(b),
+        };
+        snap.task_estimated_ms.push(estimate.unwrap_or(0));
         for (k, v) in &p.node_selector {
             snap.task_node_selector.push(Label { owner: t, key: strings.id(k), value: strings.id(v) });
         }

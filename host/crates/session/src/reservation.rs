@@ -17,6 +17,9 @@ pub struct Reservations {
     pub targets: Vec<(String, Vec<String>)>,
     /// Per queue, its locked nodes and when they were chosen.
     pub queues: BTreeMap<String, QueueLock>,
+    /// Per target, when it is predicted to start (ms; `reserve` works it
+    /// out every cycle from the limits of what runs on its nodes).
+    pub starts: Vec<(String, i64)>,
 }
 
 /// The guarantee fingerprint of a lock adopted from the API (a new leader,
@@ -60,6 +63,38 @@ pub struct QueueReservation {
 pub struct Locks {
     /// Per queue: (last relock ms, guarantee fingerprint, refusal); `None`: no lock.
     pub queue_state: Vec<Option<(i64, String, Option<String>)>>,
+    /// Whether jobs may run ahead of a big job on its nodes (`reserve`'s
+    /// argument `backfill`).
+    pub backfill: Backfill,
+    /// Per target, its predicted start (ms; `i64::MAX`: unknown).
+    pub starts: Vec<(u32, i64)>,
+}
+
+/// Runtime-aware backfill into big jobs' reservations (Slurm's
+/// `sched/backfill`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backfill {
+    /// Locked nodes take only their target (Volcano's big-job reservation).
+    #[default]
+    Off,
+    /// A job whose enforced time limit ends before a target's predicted
+    /// start may run on its nodes.
+    Easy,
+    /// As `Easy`, and every waiting job the policy elects is reserved for,
+    /// so none is pushed back by a job behind it.
+    Conservative,
+}
+
+impl Backfill {
+    /// Parses `reserve`'s argument (`off`, `easy`, `conservative`).
+    pub fn parse(s: &str) -> Option<Backfill> {
+        match s {
+            "off" | "none" => Some(Backfill::Off),
+            "easy" => Some(Backfill::Easy),
+            "conservative" => Some(Backfill::Conservative),
+            _ => None,
+        }
+    }
 }
 
 impl Session {
@@ -112,6 +147,7 @@ impl Session {
             let lock = QueueLock { nodes, relocked_ms: *relocked_ms, spec: spec.clone(), refused: refused.clone() };
             r.queues.insert(self.names.queues[q].clone(), lock);
         }
+        r.starts = self.locks.starts.iter().map(|&(j, at)| (self.names.jobs[j as usize].clone(), at)).collect();
         r
     }
 
@@ -147,7 +183,48 @@ impl Session {
     pub fn lock_blocks(&self, task: u32, node: u32) -> bool {
         let j = self.task_job(task);
         let (lj, lq) = (self.snap.node_locked_job[node as usize], self.snap.node_locked_queue[node as usize]);
-        (lj != NONE && lj != j) || (lq != NONE && !self.queue_within(self.job_queue(j), lq))
+        (lj != NONE && lj != j && !self.backfills(j, lj)) || (lq != NONE && !self.queue_within(self.job_queue(j), lq))
+    }
+
+    /// Whether job `j` may run ahead of target `lj` on its nodes: backfill
+    /// is on, `j`'s limit is enforced and ends before `lj`'s predicted start.
+    fn backfills(&self, j: u32, lj: u32) -> bool {
+        if self.locks.backfill == Backfill::Off || !self.extra.job_limit_enforced[j as usize] {
+            return false;
+        }
+        let Some(&(_, start)) = self.locks.starts.iter().find(|s| s.0 == lj) else { return false };
+        self.snap.now_ms.saturating_add(self.extra.job_limit_ms[j as usize]) <= start
+    }
+
+    /// When each target can start on its locked nodes: once every other
+    /// job's task there has ended, by its start and its estimate (its own,
+    /// else its limits). `i64::MAX` when one has no estimate or ran past it.
+    pub fn predicted_starts(&self) -> Vec<(u32, i64)> {
+        let now = self.snap.now_ms;
+        let mut starts: Vec<(u32, i64)> = self.snap.reservation_targets.iter().map(|&j| (j, now)).collect();
+        if starts.is_empty() {
+            return starts;
+        }
+        for t in 0..self.tasks() as u32 {
+            let n = self.snap.task_node[t as usize];
+            if n == NONE {
+                continue;
+            }
+            let lj = self.snap.node_locked_job[n as usize];
+            let status = self.task_status(t);
+            if lj == NONE || lj == self.task_job(t) || !tephra_model::snapshot::is_allocated(status) {
+                continue;
+            }
+            let Some(slot) = starts.iter_mut().find(|s| s.0 == lj) else { continue };
+            let est = self.snap.task_estimated_ms[t as usize];
+            let began = match status {
+                tephra_contract::TaskStatus::Running => self.snap.task_started_ms[t as usize],
+                _ => now,
+            };
+            let end = began.saturating_add(est);
+            slot.1 = if est <= 0 || end < now { i64::MAX } else { slot.1.max(end) };
+        }
+        starts
     }
 
     /// Who holds `node`, for fit errors.

@@ -52,6 +52,9 @@ pub struct CycleReport {
     pub shadow: Vec<tephra_scheduler::ShadowDiff>,
     /// Big jobs holding a reservation: (job, locked nodes).
     pub targets: Vec<(String, Vec<String>)>,
+    /// Per big job, when it is predicted to start (simulated seconds; none
+    /// when something on its nodes has no limit or estimate).
+    pub starts: Vec<(String, Option<f64>)>,
     /// Every reserving queue's `status.reservation`.
     pub reservations: Vec<ReservationRow>,
 }
@@ -168,10 +171,16 @@ impl CycleReport {
                 let _ = writeln!(s, "    {:<12} allocated {alloc}{des}{share}", q.name);
             }
         }
-        let same = prev.is_some_and(|p| p.targets == self.targets && p.reservations == self.reservations);
+        let same = prev.is_some_and(|p| {
+            p.targets == self.targets && p.reservations == self.reservations && p.starts == self.starts
+        });
         if !same {
             for (j, nodes) in &self.targets {
-                let _ = writeln!(s, "  reserved   job {j}: {}", list_or_none(nodes));
+                let start = match self.starts.iter().find(|s| s.0 == *j) {
+                    Some((_, Some(at))) => format!(" (starts by t={at}s)"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(s, "  reserved   job {j}: {}{start}", list_or_none(nodes));
             }
             for r in &self.reservations {
                 let what = match &r.refused {

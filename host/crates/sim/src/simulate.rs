@@ -550,6 +550,12 @@ impl Driver for Sim {
             r.faults = out.faults.iter().map(|f| format!("{} {}: {}", f.plugin, f.point, f.message)).collect();
             r.shadow = shadows.to_vec();
             r.targets = out.reservations.targets.clone();
+            r.starts = out
+                .reservations
+                .starts
+                .iter()
+                .map(|(j, ms)| (j.clone(), (*ms < i64::MAX).then(|| *ms as f64 / 1000.0)))
+                .collect();
             r.reservations = out
                 .reservation_status
                 .iter()
