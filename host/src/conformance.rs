@@ -44,8 +44,9 @@ const SESSION_KEYS: [&str; 11] = [
     "eventually",
 ];
 /// Per-cycle checks of `mode: sessions` (one simulated cycle each).
-const CYCLE_KEYS: [&str; 10] = [
+const CYCLE_KEYS: [&str; 11] = [
     "binds",
+    "reservation_state",
     "predicted_start",
     "bind_count",
     "evicted",
@@ -231,7 +232,7 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
     for (i, o) in s.get("objects").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         let object = crate::manifest::from_value(o, &format!("{at}: objects[{i}]"))?;
         if object.keep_in(&mut c).is_some() {
-            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode, Namespace, PriorityClass and HyperNode");
+            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, CSINode, Namespace, PriorityClass, HyperNode and Reservation");
         }
     }
     let mut overrides = StatusOverrides::new();
@@ -801,6 +802,13 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
             let got = r.starts.iter().find(|s| s.0 == job).and_then(|s| s.1);
             if got != when.as_f64() {
                 diffs.push(format!("{at}: predicted_start {job}: want {when:?}, got {got:?}"));
+            }
+        }
+        for (name, state) in want.get("reservation_state").and_then(Value::as_mapping).into_iter().flatten() {
+            let (name, state) = (scalar_string(name).unwrap_or_default(), scalar_string(state).unwrap_or_default());
+            let got = r.windows.iter().find(|w| w.name == name).map(|w| w.state);
+            if got != Some(state.as_str()) {
+                diffs.push(format!("{at}: reservation_state {name}: want {state}, got {got:?}"));
             }
         }
         for (queue, nodes) in want.get("locked_for_queue").and_then(Value::as_mapping).into_iter().flatten() {

@@ -272,7 +272,7 @@ pub fn feasible_or_parked(
             let node = ((start + scanned) % n) as u32;
             scanned += 1;
             if ssn.lock_blocks(task, node) {
-                batch.push((node, Some((reservation.clone(), ssn.lock_reason(node).into()))));
+                batch.push((node, Some((reservation.clone(), ssn.lock_reason(task, node).into()))));
                 continue;
             }
             if check_resources {

@@ -355,6 +355,8 @@ pub struct Cluster {
     pub topology_error: Option<String>,
     /// Workload objects (the simulator runs their controllers).
     pub workloads: Vec<Workload>,
+    /// Advance reservations by name.
+    pub reservations: BTreeMap<String, crate::window::AdvanceReservation>,
 }
 
 /// A workload controller's object, whose pods the simulator's controllers

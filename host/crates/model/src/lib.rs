@@ -21,3 +21,4 @@ pub mod topology;
 pub mod trace;
 pub mod tracked;
 pub mod validate;
+pub mod window;

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 mod rules;
 pub mod topology;
+mod window;
 mod workloads;
 
 /// Simulator annotation: the object appears this many seconds into the run.
@@ -45,6 +46,8 @@ pub enum Object {
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
     HyperNode(crate::topology::HyperNode),
+    /// An advance reservation (`Reservation`, tephra.io/v1alpha1).
+    Reservation(crate::window::AdvanceReservation),
     /// Boxed: it carries a pod template.
     Workload(Box<Workload>),
     Config(SchedulerConfig),
@@ -65,6 +68,7 @@ impl Object {
             Object::Volume(n, _) => ("PersistentVolume", n.clone()),
             Object::AttachLimits(n, _) => ("CSINode", n.clone()),
             Object::HyperNode(h) => ("HyperNode", h.name.clone()),
+            Object::Reservation(r) => ("Reservation", r.name.clone()),
             Object::Workload(w) => (w.kind.name(), w.key()),
             Object::Config(_) => return None,
         })
@@ -91,6 +95,9 @@ impl Object {
             }
             Object::HyperNode(h) => {
                 c.hypernodes.insert(h.name.clone(), h);
+            }
+            Object::Reservation(r) => {
+                c.reservations.insert(r.name.clone(), r);
             }
             Object::Workload(w) => {
                 // A later version of the object (scaling) replaces it.
@@ -288,7 +295,7 @@ fn seq<'v>(at: &At, v: &'v Value, path: &str) -> Result<&'v [Value]> {
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 UTC time ("2024-01-02T03:04:05Z").
-fn parse_time(s: &str) -> Option<i64> {
+pub(crate) fn parse_time(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {
         return None;
@@ -646,6 +653,10 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
             expect_api("topology.volcano.sh/v1alpha1")?;
             Object::HyperNode(topology::hypernode(at, v, name)?)
         }
+        "Reservation" => {
+            expect_api(crate::window::API_VERSION)?;
+            Object::Reservation(window::reservation(at, v, name)?)
+        }
         "PersistentVolumeClaim" => {
             expect_api("v1")?;
             // Bound: `spec.volumeName` once the binder set it, and phase Bound.
@@ -693,7 +704,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
              Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; apps/v1 Deployment, ReplicaSet, \
              StatefulSet; batch/v1 Job, CronJob; storage.k8s.io/v1 CSINode; \
              scheduling.volcano.sh/v1beta1 Queue, PodGroup; batch.volcano.sh/v1alpha1 Job; \
-             topology.volcano.sh/v1alpha1 HyperNode; scheduling.k8s.io/v1 PriorityClass)",
+             topology.volcano.sh/v1alpha1 HyperNode; scheduling.k8s.io/v1 PriorityClass; \
+             tephra.io/v1alpha1 Reservation)",
             at.origin,
             at.object
         ),

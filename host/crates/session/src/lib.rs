@@ -7,5 +7,6 @@
 pub mod reservation;
 pub mod session;
 pub mod statement;
+pub mod window;
 
 pub use session::{Decision, FitErrors, Outcome, Session};

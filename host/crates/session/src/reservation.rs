@@ -68,6 +68,12 @@ pub struct Locks {
     pub backfill: Backfill,
     /// Per target, its predicted start (ms; `i64::MAX`: unknown).
     pub starts: Vec<(u32, i64)>,
+    /// Advance reservations in force or to come, and per node the ones
+    /// holding it (empty when there are none).
+    pub windows: Vec<crate::window::Window>,
+    pub node_windows: Vec<Vec<u32>>,
+    /// Every advance reservation's status.
+    pub window_status: Vec<crate::window::WindowStatus>,
 }
 
 /// Runtime-aware backfill into big jobs' reservations (Slurm's
@@ -183,7 +189,9 @@ impl Session {
     pub fn lock_blocks(&self, task: u32, node: u32) -> bool {
         let j = self.task_job(task);
         let (lj, lq) = (self.snap.node_locked_job[node as usize], self.snap.node_locked_queue[node as usize]);
-        (lj != NONE && lj != j && !self.backfills(j, lj)) || (lq != NONE && !self.queue_within(self.job_queue(j), lq))
+        (lj != NONE && lj != j && !self.backfills(j, lj))
+            || (lq != NONE && !self.queue_within(self.job_queue(j), lq))
+            || (!self.locks.node_windows.is_empty() && self.window_blocks(task, node).is_some())
     }
 
     /// Whether job `j` may run ahead of target `lj` on its nodes: backfill
@@ -227,9 +235,16 @@ impl Session {
         starts
     }
 
-    /// Who holds `node`, for fit errors.
-    pub fn lock_reason(&self, node: u32) -> String {
+    /// Who holds `node` against `task`, for fit errors.
+    pub fn lock_reason(&self, task: u32, node: u32) -> String {
         let (lj, lq) = (self.snap.node_locked_job[node as usize], self.snap.node_locked_queue[node as usize]);
+        if let Some(w) = self.window_blocks(task, node) {
+            let what = if w.maintenance { "maintenance window" } else { "window" };
+            return match self.snap.now_ms >= w.start_ms {
+                true => format!("node in the {what} of reservation {}", w.name),
+                false => format!("job would not end before the {what} of reservation {} opens", w.name),
+            };
+        }
         if lj != NONE {
             format!("node reserved for job {}", self.names.jobs[lj as usize])
         } else {

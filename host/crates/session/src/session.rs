@@ -108,7 +108,9 @@ impl Session {
         reservations: &Reservations,
     ) -> Session {
         let parts = snapshot::build(cluster, overrides, now_ms);
-        Self::assemble(parts, policies, seed, reservations)
+        let mut s = Self::assemble(parts, policies, seed, reservations);
+        s.load_windows(cluster);
+        s
     }
 
     /// [`Session::open_with`], starting from the session `cache` kept when
@@ -126,7 +128,9 @@ impl Session {
             Some(parts) => parts,
             None => snapshot::build(cluster, overrides, now_ms),
         };
-        Self::assemble(parts, policies, seed, reservations)
+        let mut s = Self::assemble(parts, policies, seed, reservations);
+        s.load_windows(cluster);
+        s
     }
 
     /// Restores reservations, counts jobs and opens the plugins.
@@ -424,6 +428,7 @@ impl Session {
             queue_status,
             reservations,
             reservation_status,
+            windows: std::mem::take(&mut self.locks.window_status),
             domains: self.domains,
         };
         let kept = Built {
@@ -461,6 +466,8 @@ pub struct Outcome {
     pub reservations: Reservations,
     /// Every reserving queue's `status.reservation`.
     pub reservation_status: Vec<QueueReservation>,
+    /// Every advance reservation's status.
+    pub windows: Vec<crate::window::WindowStatus>,
     /// The HyperNodes chosen as domains: (job, subgroup or `NONE`, HyperNode).
     pub domains: Vec<(u32, u32, u32)>,
 }

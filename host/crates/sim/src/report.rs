@@ -57,6 +57,9 @@ pub struct CycleReport {
     pub starts: Vec<(String, Option<f64>)>,
     /// Every reserving queue's `status.reservation`.
     pub reservations: Vec<ReservationRow>,
+    /// Every advance reservation's status.
+    #[serde(skip)]
+    pub windows: Vec<tephra_session::window::WindowStatus>,
 }
 
 /// A queue's `status.reservation`: its locked nodes and their idle total.
@@ -188,6 +191,15 @@ impl CycleReport {
                     None => format!("{} (idle {})", list_or_none(&r.nodes), fmt_list(&r.idle)),
                 };
                 let _ = writeln!(s, "  reserved   queue {}: {what}", r.queue);
+            }
+        }
+        if prev.is_none_or(|p| p.windows != self.windows) {
+            for w in &self.windows {
+                let when = match w.window {
+                    Some((a, b)) => format!(" (window t={}s–{}s)", a as f64 / 1000.0, b as f64 / 1000.0),
+                    None => String::new(),
+                };
+                let _ = writeln!(s, "  reservation {}: {} on {}{when}", w.name, w.state, list_or_none(&w.nodes));
             }
         }
         for (p, why) in &self.pending {

@@ -550,6 +550,7 @@ impl Driver for Sim {
             r.faults = out.faults.iter().map(|f| format!("{} {}: {}", f.plugin, f.point, f.message)).collect();
             r.shadow = shadows.to_vec();
             r.targets = out.reservations.targets.clone();
+            r.windows = out.windows.clone();
             r.starts = out
                 .reservations
                 .starts
