@@ -11,6 +11,7 @@ pub mod rollout;
 pub mod run;
 pub mod scheduler;
 pub mod shadow;
+pub mod usage;
 
 pub use run::{Cycle, Driver, Loop};
 pub use scheduler::{Scheduler, Stats};

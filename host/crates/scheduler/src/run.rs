@@ -71,6 +71,14 @@ pub trait Driver {
 
     /// What became of declared versions, between cycles.
     fn rolled(&mut self, _done: Vec<Rolled>) {}
+
+    /// Persists a queue's decayed usage (the [`crate::usage::USAGE`]
+    /// annotation); the simulator keeps it on the cluster's Queue.
+    fn record_usage(&mut self, cluster: &mut Cluster, queue: &str, value: String) {
+        if let Some(q) = cluster.queues.iter_mut().find(|q| q.name == queue) {
+            q.annotations.insert(crate::usage::USAGE.into(), value);
+        }
+    }
 }
 
 /// A config file watched for edits.
@@ -172,7 +180,10 @@ impl<D: Driver> Loop<D> {
         };
         if let Some(r) = self.driver.adopt(now_ms) {
             self.scheduler.reservations = r;
+            // A new leader reads the usage the last one persisted.
+            self.scheduler.usage = None;
         }
+        self.account_usage(now_ms);
         let outcome = self.scheduler.cycle(&self.cluster, &Default::default(), now_ms);
         let notices = std::mem::take(&mut self.scheduler.notices);
         let shadows = std::mem::take(&mut self.scheduler.shadow_diffs);
@@ -187,6 +198,28 @@ impl<D: Driver> Loop<D> {
         self.scheduler.shadow_diffs = shadows;
         self.publish(true, Some(&outcome));
         report
+    }
+
+    /// Brings the decayed usage up to `now_ms` (when the config orders by
+    /// it) and persists it when due.
+    fn account_usage(&mut self, now_ms: i64) {
+        let Some((half_life, persist)) = crate::usage::settings(&self.scheduler.config) else {
+            self.scheduler.usage = None;
+            return;
+        };
+        let ledger = match &mut self.scheduler.usage {
+            Some(l) if l.half_life_ms == half_life => l,
+            slot => {
+                let (l, warnings) = crate::usage::Ledger::adopt(&self.cluster, half_life, persist);
+                self.scheduler.notices.extend(warnings);
+                slot.insert(l)
+            }
+        };
+        ledger.persist_ms = persist;
+        ledger.account(&self.cluster, now_ms);
+        for (queue, value) in ledger.due(now_ms) {
+            self.driver.record_usage(&mut self.cluster, &queue, value);
+        }
     }
 
     fn publish(&mut self, ready: bool, outcome: Option<&Outcome>) {

@@ -70,6 +70,8 @@ pub struct Scheduler {
     pub notices: Vec<String>,
     /// Reservation targets and locked nodes, carried from cycle to cycle.
     pub reservations: Reservations,
+    /// Decayed usage per queue, when the config orders by it.
+    pub usage: Option<crate::usage::Ledger>,
     /// The last session, for the next one to start from.
     pub sessions: SnapshotCache,
     /// How each shadow's decisions differed from the live ones in the last cycle.
@@ -95,6 +97,7 @@ impl Scheduler {
             last_errors: BTreeMap::new(),
             notices: Vec::new(),
             reservations: Reservations::default(),
+            usage: None,
             metrics: Default::default(),
             last_open: Duration::ZERO,
             last_plugin_secs: Vec::new(),
