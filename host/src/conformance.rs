@@ -44,8 +44,10 @@ const SESSION_KEYS: [&str; 11] = [
     "eventually",
 ];
 /// Per-cycle checks of `mode: sessions` (one simulated cycle each).
-const CYCLE_KEYS: [&str; 11] = [
+const CYCLE_KEYS: [&str; 13] = [
     "binds",
+    "estimated_start",
+    "estimates_hold",
     "reservation_state",
     "predicted_start",
     "bind_count",
@@ -753,14 +755,38 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
 
 /// `mode: sessions`: a simulation (period `period_seconds`, default 1) whose
 /// cycles are checked one by one; `skip: N` runs N unchecked cycles first.
+/// One cycle, noting when each job's first pod was bound.
+fn step(sim: &mut Simulation, started: &mut BTreeMap<String, f64>) -> crate::report::CycleReport {
+    let r = sim.step();
+    for (pod, _) in &r.binds {
+        let job = sim
+            .cluster
+            .pods
+            .iter()
+            .find(|p| p.key() == *pod)
+            .and_then(|p| Some(format!("{}/{}", p.namespace, p.group.as_ref()?)));
+        if let Some(j) = job {
+            started.entry(j).or_insert(r.time);
+        }
+    }
+    r
+}
+
+/// Cycles an estimate may look ahead (and the runner runs on to check it).
+const ESTIMATE_HORIZON: usize = 2_000;
+
 fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>) {
     let period = s.get("period_seconds").and_then(Value::as_f64).unwrap_or(1.0);
     let mut sim = Simulation::from_cluster(cluster, sched, Options { max_cycles: 1, period, ..Default::default() });
+    // Estimates to hold against what happens: (where made, job, predicted start).
+    let mut predicted: Vec<(String, String, Option<f64>)> = Vec::new();
+    // Per job, when its first pod was bound.
+    let mut started: BTreeMap<String, f64> = BTreeMap::new();
     for (i, c) in s.get("sessions").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         for _ in 0..int(c.get("skip")).unwrap_or(0) {
-            sim.step();
+            step(&mut sim, &mut started);
         }
-        let r = sim.step();
+        let r = step(&mut sim, &mut started);
         let at = format!("cycle {} (sessions[{i}])", r.cycle);
         let Some(want) = c.get("expect") else { continue };
         let binds: BTreeMap<String, String> = r.binds.iter().cloned().collect();
@@ -834,12 +860,44 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
                 }
             }
         }
+        if want.get("estimated_start").is_some() || want.get("estimates_hold").is_some() {
+            let estimates = sim.estimates(ESTIMATE_HORIZON);
+            let got = |job: &str| estimates.iter().find(|e| e.job == job).map(|e| e.start);
+            for (job, when) in want.get("estimated_start").and_then(Value::as_mapping).into_iter().flatten() {
+                let job = scalar_string(job).unwrap_or_default();
+                if got(&job) != Some(when.as_f64()) {
+                    diffs.push(format!("{at}: estimated_start {job}: want {when:?}, got {:?}", got(&job)));
+                }
+            }
+            for job in strs(want.get("estimates_hold")) {
+                match got(&job) {
+                    Some(start) => predicted.push((at.clone(), job, start)),
+                    None => diffs.push(format!("{at}: estimates_hold {job}: no estimate (not waiting?)")),
+                }
+            }
+        }
         for (what, text) in want.get("pending_reason").and_then(Value::as_mapping).into_iter().flatten() {
             let (what, text) = (scalar_string(what).unwrap_or_default(), scalar_string(text).unwrap_or_default());
             let got = r.pending.iter().find(|(p, _)| *p == what).map(|(_, why)| why.clone());
             if !got.as_ref().is_some_and(|g| g.contains(&text)) {
                 diffs.push(format!("{at}: pending_reason {what}: want one containing {text:?}, got {got:?}"));
             }
+        }
+    }
+    // Run on until every estimated job has started, and compare.
+    let mut spare = ESTIMATE_HORIZON;
+    while predicted.iter().any(|p| !started.contains_key(&p.1)) && spare > 0 {
+        spare -= 1;
+        step(&mut sim, &mut started);
+    }
+    for (at, job, est) in predicted {
+        let truth = started.get(&job).copied();
+        let close = match (est, truth) {
+            (Some(e), Some(t)) => (e - t).abs() <= period + 1e-9,
+            (e, t) => e.is_none() && t.is_none(),
+        };
+        if !close {
+            diffs.push(format!("{at}: estimates_hold {job}: estimated {est:?}, started at {truth:?}"));
         }
     }
 }

@@ -75,6 +75,26 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Predict when each waiting job starts (Slurm's `squeue --start`): the simulator run
+    /// forward from the manifests' state with every pod running as long as its job's time limit
+    /// (or estimate) allows and nothing new arriving (docs/batch.md).
+    Estimate {
+        /// Manifests, such as `tephra snapshot` writes.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Scheduler config in Volcano's format (default: a ConfigMap in the files, else built-in).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Directory of `<plugin>.wasm` components overriding the built-in ones.
+        #[arg(long)]
+        plugins_dir: Option<PathBuf>,
+        /// Seconds per cycle (the scheduler's period).
+        #[arg(long, default_value_t = 1.0, value_parser = period_seconds)]
+        period: f64,
+        /// Cycles to look ahead at most.
+        #[arg(long, default_value_t = 100_000)]
+        horizon: usize,
+    },
     /// Make workload traces for `tephra simulate` (docs/lab.md).
     Trace {
         #[command(subcommand)]
@@ -425,6 +445,54 @@ fn period_seconds(s: &str) -> Result<f64, String> {
         Ok(x) if x > 0.0 && x <= max => Ok(x),
         _ => Err(format!("{s:?} is not a number of seconds above 0 and at most {max}")),
     }
+}
+
+/// `tephra estimate`: a line per waiting job with its predicted start.
+fn estimate(
+    files: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    plugins_dir: Option<PathBuf>,
+    period: f64,
+    horizon: usize,
+) -> Result<()> {
+    let objects = manifest::load(&files)?;
+    let config = match &config {
+        Some(path) => SchedulerConfig::read(path)?,
+        None => objects
+            .iter()
+            .find_map(|t| match &t.object {
+                Object::Config(c) => Some(c.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(SchedulerConfig::default_config),
+    };
+    check_queues(&objects, &config, None)?;
+    let later = objects.iter().filter(|t| t.at > 0.0).count();
+    let setup = Setup { config, plugins_dir, plugins: Vec::new(), shadows: Vec::new(), rollback_after: 3 };
+    let options = Options { period, ..Default::default() };
+    let mut sim = Simulation::new(objects, setup.scheduler()?, options);
+    // A snapshot's clock is the wall clock: start from its latest pod start.
+    let now = sim.cluster.pods.iter().filter_map(|p| p.started).max().map_or(0.0, |ms| (ms as f64 / 1000.0).max(0.0));
+    sim.driver.time = now;
+    let estimates = sim.estimates(horizon);
+    if later > 0 {
+        println!("({later} objects arriving later are not counted)");
+    }
+    if estimates.is_empty() {
+        println!("no job is waiting");
+    }
+    let width = estimates.iter().map(|e| e.job.len()).max().unwrap_or(0);
+    for e in estimates {
+        let when = match e.start {
+            None => format!("not within {horizon} cycles (something ahead of it has no time limit)"),
+            Some(at) if now > 1e9 => {
+                format!("{} (in {}s)", tephra::manifest::format_time((at * 1000.0) as i64), at - now)
+            }
+            Some(at) => format!("t={at}s"),
+        };
+        println!("{:<width$}  {when}", e.job);
+    }
+    Ok(())
 }
 
 fn simulate(run: Run) -> Result<()> {
@@ -876,6 +944,9 @@ fn main() -> ExitCode {
         Command::Simulate(run) => simulate(run).map(|_| true),
         Command::Run(s) => serve(s).map(|_| true),
         Command::Trace { command } => trace_command(command).map(|_| true),
+        Command::Estimate { files, config, plugins_dir, period, horizon } => {
+            estimate(files, config, plugins_dir, period, horizon).map(|_| true)
+        }
         Command::Snapshot { kubeconfig, scheduler_name, config_map, output } => {
             snapshot(kubeconfig, scheduler_name, &config_map, output).map(|_| true)
         }

@@ -134,6 +134,51 @@ fn report_charts_render_in_headless_chromium() {
     }
 }
 
+/// Backfill in the lab (issue 33): the day of examples/lab/backfill with and
+/// without EASY backfill. The big gang starts at the same moment; with
+/// backfill the cluster is busier, the day ends sooner and small jobs wait
+/// less; the report charts both.
+#[test]
+fn backfill_gains_utilisation_and_keeps_the_big_jobs_start() {
+    let dir = scratch("backfill");
+    let html = dir.join("backfill.html");
+    let (code, _, err) = tephra(&[
+        "simulate",
+        "examples/lab/backfill/cluster.yaml",
+        "examples/lab/backfill/trace.csv",
+        "--compare",
+        "examples/lab/backfill/off.yaml",
+        "--compare",
+        "examples/lab/backfill/easy.yaml",
+        "--report",
+        html.to_str().unwrap(),
+        "--period",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("backfill.json")).unwrap()).unwrap();
+    let v = json["variants"].as_array().unwrap();
+    assert_eq!((v[0]["name"].as_str(), v[1]["name"].as_str()), (Some("off"), Some("easy")));
+    for x in v {
+        assert_eq!(x["overall"]["finished"], x["overall"]["jobs"], "{x}");
+        assert_eq!(x["queues"]["big"]["jobs"].as_u64(), Some(1));
+    }
+    let f = |i: usize, path: &[&str]| path.iter().fold(&v[i], |x, k| &x[*k]).as_f64().unwrap();
+    // The gang waits exactly as long (to the second) with backfill.
+    let big = f(0, &["queues", "big", "max"]);
+    assert!(big > 3600.0, "the gang waited {big}s: it should have to wait for the nodes to drain");
+    assert_eq!(f(1, &["queues", "big", "max"]), big);
+    // More of the cluster in use, an earlier end, shorter small-job waits.
+    let (off, easy) = (f(0, &["mean_utilisation", "cpu"]), f(1, &["mean_utilisation", "cpu"]));
+    assert!(easy > off + 0.01, "cpu in use: off {off}, easy {easy}");
+    assert!(f(1, &["makespan"]) < f(0, &["makespan"]));
+    assert!(f(1, &["queues", "small", "p50"]) < f(0, &["queues", "small", "p50"]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for chart in ["cpu in use", "longest wait per queue"] {
+        assert!(page.contains(chart), "no chart {chart:?} in the report");
+    }
+}
+
 /// The Alibaba GPU trace of 2020, in its own columns (files written here in
 /// that layout): jobs become gangs of all their instances, submitted at the
 /// job's start, running as long as the longest task, asking for the largest

@@ -295,6 +295,13 @@ fn seq<'v>(at: &At, v: &'v Value, path: &str) -> Result<&'v [Value]> {
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 UTC time ("2024-01-02T03:04:05Z").
+/// An RFC 3339 UTC time ("2024-01-02T03:04:05Z") from ms since the epoch.
+pub fn format_time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| format!("{ms}ms"))
+}
+
 pub(crate) fn parse_time(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {

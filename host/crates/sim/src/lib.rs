@@ -2,6 +2,7 @@
 //! minimal kubelet, Volcano's job and podgroup controllers and timed
 //! arrivals ([`simulate`]), reported per cycle ([`report`]).
 
+pub mod estimate;
 pub mod lab;
 pub mod report;
 pub mod simulate;

@@ -119,6 +119,15 @@ impl Simulation {
         Simulation(Loop::new(cluster, scheduler, sim))
     }
 
+    /// A simulation continuing from `cluster` as it stands at `now`
+    /// (seconds): running pods keep their start times.
+    pub fn resume(cluster: Cluster, scheduler: Scheduler, options: Options, now: f64) -> Self {
+        let mut sim = Self::from_cluster(cluster, scheduler, options);
+        sim.0.driver.started.clear();
+        sim.0.driver.time = now;
+        sim
+    }
+
     /// When the last object still to arrive does (0 when none).
     pub fn last_arrival(&self) -> f64 {
         self.driver.future.first().map_or(0.0, |t| t.at)
@@ -487,6 +496,13 @@ impl Sim {
                     || p.deleting
                     || (p.node.is_some() && p.phase == PodPhase::Pending)
             })
+    }
+}
+
+impl Sim {
+    /// Simulated seconds per cycle.
+    pub fn period(&self) -> f64 {
+        self.options.period
     }
 }
 
