@@ -29,4 +29,4 @@ awk -v out="$OUT" -v header="$header" '
     }
     { print > f }
 ' <<<"$rendered"
-{ echo "$header"; cat deploy/chart/crds/crds.yaml; echo "---"; cat deploy/chart/crds/plugins.yaml; } > "$OUT/10-crds.yaml"
+{ echo "$header"; cat deploy/chart/crds/crds.yaml; echo "---"; cat deploy/chart/crds/plugins.yaml; echo "---"; cat deploy/chart/crds/reservations.yaml; } > "$OUT/10-crds.yaml"

@@ -2466,3 +2466,99 @@ fn snapshot_replays_in_the_simulator() {
     assert!(log.contains("actions [enqueue, allocate]"), "the cluster's config: {log}");
     assert!(log.contains("bind       t-snap/g-0 → n2") && log.contains("bind       t-snap/g-1 → n2"), "{log}");
 }
+
+/// Advance reservations through the API (issue 33): a maintenance window
+/// open now keeps its node free of new pods and reports its state and
+/// nodes in status; a Reservation that does not read says why in status
+/// and an Event; once the window is deleted the node takes pods again.
+#[test]
+fn advance_reservation_status_and_maintenance_window() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("window");
+    c.kubectl(&["wait", "--for=condition=Established", "crd/reservations.tephra.io"]);
+    c.node("n1", "4");
+    c.node("n2", "4");
+    let ns = "t-window";
+    namespace(&c, ns);
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let start = tephra::manifest::format_time(now_ms - 60_000);
+    c.apply(&format!(
+        "apiVersion: tephra.io/v1alpha1\nkind: Reservation\nmetadata: {{name: maint}}\n\
+         spec: {{start: \"{start}\", duration: 1h, nodes: {{count: 1}}, maintenance: true}}\n---\n\
+         apiVersion: tephra.io/v1alpha1\nkind: Reservation\nmetadata: {{name: broken}}\n\
+         spec: {{start: \"{start}\", duration: soon, queues: [default]}}\n"
+    ));
+    let mut t = Tephra::start(&c, "a", &[]);
+    let status = wait(&c, ns, 60, "maint status", || {
+        let r = c.json(&["get", "reservation", "maint"]);
+        (r["status"]["state"] == "Active").then(|| r["status"].clone())
+    });
+    assert_eq!(status["nodes"], serde_json::json!(["n1"]), "{status}");
+    assert_eq!(status["windowStart"].as_str(), Some(start.as_str()), "{status}");
+    let broken = wait(&c, ns, 30, "broken status", || {
+        let r = c.json(&["get", "reservation", "broken"]);
+        (r["status"]["state"] == "Invalid").then(|| r["status"]["message"].as_str().unwrap_or("").to_string())
+    });
+    assert!(broken.contains("Reservation broken: spec.duration"), "{broken}");
+    let events = c.json(&["get", "events", "-A", "--field-selector", "reason=InvalidObject"]);
+    assert!(events.to_string().contains("spec.duration"), "{events}");
+    // p fills n2; q fits only on n1, in the maintenance window.
+    c.apply(&pod(ns, "p", "3", None, ""));
+    wait(&c, ns, 30, "p bound to n2", || (c.placements(ns)["p"] == "n2").then_some(()));
+    c.apply(&pod(ns, "q", "3", None, ""));
+    let cond = wait(&c, ns, 30, "q PodScheduled=False", || {
+        let p = c.json(&["get", "pod", "-n", ns, "q"]);
+        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+    });
+    assert!(cond["message"].as_str().unwrap().contains("maintenance window of reservation maint"), "{cond}");
+    assert_eq!(c.placements(ns)["q"], "");
+    c.kubectl(&["delete", "reservation", "maint"]);
+    wait(&c, ns, 30, "q bound to n1", || (c.placements(ns)["q"] == "n1").then_some(()));
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// Decayed usage through the API (issue 33): with the decayed-usage plugin
+/// configured, the leader keeps each queue's usage as its `tephra.io/usage`
+/// annotation; a restarted scheduler adopts it and goes on from there
+/// instead of from nothing.
+#[test]
+fn decayed_usage_survives_a_restart() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("usage");
+    c.node("n1", "4");
+    let ns = "t-usage";
+    namespace(&c, ns);
+    let conf = c.dir.join("scheduler.conf");
+    std::fs::write(
+        &conf,
+        "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  \
+         - name: decayed-usage\n    arguments: {halfLife: 1h, persistPeriod: 1s}\n- plugins:\n  - name: predicates\n",
+    )
+    .unwrap();
+    let usage = |c: &Cluster| -> Option<(f64, i64)> {
+        let q: Value =
+            serde_json::from_str(&c.try_kubectl(&["get", "queue", "default", "-o", "json"], None).ok()?).ok()?;
+        let v = q["metadata"]["annotations"]["tephra.io/usage"].as_str()?.to_string();
+        let field = |k: &str| v.split(';').find_map(|p| p.strip_prefix(&format!("{k}=")).map(str::to_string));
+        Some((field("total")?.parse().ok()?, field("at")?.parse().ok()?))
+    };
+    let mut a = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    c.apply(&pod(ns, "whole", "4", None, ""));
+    // The pod holds the whole cluster: about one cluster-second per second.
+    let (before, at) = wait(&c, ns, 60, "usage above 3 cluster-seconds", || usage(&c).filter(|u| u.0 > 3.0));
+    a.assert_alive();
+    assert!(a.terminate());
+    let mut b = Tephra::start(&c, "b", &["--config", conf.to_str().unwrap()]);
+    let (after, at2) = wait(&c, ns, 60, "usage written again", || usage(&c).filter(|u| u.1 > at));
+    // An hour's half-life loses well under 1 % over a restart; from nothing it would be about 1.
+    assert!(after > before * 0.99, "usage went from {before} to {after} (at {at} → {at2})");
+    assert!(b.log().contains("adopted the decayed usage of queues default"), "{}", b.log());
+    b.assert_alive();
+    assert!(b.terminate());
+}

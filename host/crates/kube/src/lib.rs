@@ -374,6 +374,20 @@ impl Driver for Kube {
         self.counters.figures(self.leader && self.leadership.is_leader(), self.api_up)
     }
 
+    fn record_usage(&mut self, cluster: &mut Cluster, queue: &str, value: String) {
+        let api: kube::Api<kube::api::DynamicObject> =
+            kube::Api::all_with(self.client.clone(), &source::queue_resource());
+        let patch = serde_json::json!({"metadata": {"annotations": {tephra_scheduler::usage::USAGE: value}}});
+        let params = kube::api::PatchParams::default();
+        if let Err(e) = self.rt.block_on(api.patch(queue, &params, &kube::api::Patch::Merge(&patch))) {
+            tracing::warn!("usage of Queue {queue}: {e}");
+            return;
+        }
+        if let Some(q) = cluster.queues.iter_mut().find(|q| q.name == queue) {
+            q.annotations.insert(tephra_scheduler::usage::USAGE.into(), value);
+        }
+    }
+
     fn adopt(&mut self, now_ms: i64) -> Option<tephra_session::reservation::Reservations> {
         if !std::mem::take(&mut self.adopting) {
             return None;
@@ -428,6 +442,8 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
         let api = match kind {
             "Queue" | "PodGroup" => source::VOLCANO_API,
             "PriorityClass" => "scheduling.k8s.io/v1",
+            "HyperNode" => "topology.volcano.sh/v1alpha1",
+            "Reservation" => tephra_model::window::API_VERSION,
             _ => "v1",
         };
         let r = events::reference(api, kind, ns, name, &bad.uid);

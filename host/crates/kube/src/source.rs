@@ -61,6 +61,11 @@ pub fn hypernode_resource() -> ApiResource {
     )
 }
 
+/// `tephra.io/v1alpha1` Reservation (cluster-scoped): advance reservations.
+pub fn reservation_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("tephra.io", "v1alpha1", "Reservation"), "reservations")
+}
+
 /// One watch event, by the watch it came from (boxed: they travel through
 /// a channel and differ much in size).
 pub enum Change {
@@ -83,10 +88,12 @@ pub enum Change {
     CsiNode(Box<Event<CSINode>>),
     /// The network topology (absent CRD: an empty list).
     HyperNode(Box<Event<DynamicObject>>),
+    /// Advance reservations (absent CRD: an empty list).
+    Reservation(Box<Event<DynamicObject>>),
 }
 
 /// The watches, in the order [`Change::stream`] numbers them.
-const STREAMS: [&str; 11] = [
+const STREAMS: [&str; 12] = [
     "nodes",
     "pods",
     "bound pods of other schedulers",
@@ -98,12 +105,13 @@ const STREAMS: [&str; 11] = [
     "persistentvolumes",
     "csinodes",
     "hypernodes",
+    "reservations",
 ];
 
 /// Watches of kinds a cluster may lack (a CRD not installed): their list
 /// failing with 404 (or 403) counts as empty, so the other watches' sync
 /// does not wait for them.
-const OPTIONAL: [&str; 1] = ["hypernodes"];
+const OPTIONAL: [&str; 2] = ["hypernodes", "reservations"];
 
 /// Where an event stands in a watch's (re)list.
 #[derive(PartialEq)]
@@ -154,6 +162,7 @@ impl Change {
             Change::Volume(_) => 8,
             Change::CsiNode(_) => 9,
             Change::HyperNode(_) => 10,
+            Change::Reservation(_) => 11,
         }
     }
 
@@ -161,7 +170,7 @@ impl Change {
         match self {
             Change::Node(e) => step(&**e),
             Change::Pod { event, .. } => step(&**event),
-            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) => step(&**e),
+            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) | Change::Reservation(e) => step(&**e),
             Change::Class(e) => step(&**e),
             Change::Namespace(e) => step(&**e),
             Change::Claim(e) => step(&**e),
@@ -317,9 +326,16 @@ impl Watches {
             forward(
                 Api::all_with(client.clone(), &hnr),
                 Default::default(),
-                (tx, denied.clone()),
+                (tx.clone(), denied.clone()),
                 Change::HyperNode,
                 STREAMS[10],
+            ),
+            forward(
+                Api::all_with(client.clone(), &reservation_resource()),
+                Default::default(),
+                (tx, denied.clone()),
+                Change::Reservation,
+                STREAMS[11],
             ),
         ];
         Watches { rx, tasks, denied }
@@ -443,12 +459,17 @@ pub struct Store {
     csinodes: HashMap<String, String>,
     /// HyperNode name → resourceVersion.
     hypernodes: HashMap<String, String>,
+    /// Reservation name → resourceVersion, and its status as the API has it.
+    reservations: HashMap<String, String>,
+    pub reservation_status: HashMap<String, serde_json::Value>,
+    /// Reservations that do not read, with why (their status says so).
+    pub reservation_invalid: HashMap<String, String>,
     index: Index,
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
     /// Keys listed so far by a relist under way, per stream.
-    relist: [Option<HashSet<String>>; 11],
-    synced: [bool; 11],
+    relist: [Option<HashSet<String>>; 12],
+    synced: [bool; 12],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -467,7 +488,11 @@ fn to_model<K: Serialize>(obj: &K, dynamic_kind: Option<&str>) -> Result<Object,
     let mut yaml = serde_yaml::to_value(obj).map_err(|e| e.to_string())?;
     if let (Some(kind), Some(m)) = (dynamic_kind, yaml.as_mapping_mut()) {
         // List items of dynamic objects may lack them.
-        let api = if kind == "HyperNode" { "topology.volcano.sh/v1alpha1" } else { VOLCANO_API };
+        let api = match kind {
+            "HyperNode" => "topology.volcano.sh/v1alpha1",
+            "Reservation" => tephra_model::window::API_VERSION,
+            _ => VOLCANO_API,
+        };
         m.insert("apiVersion".into(), api.into());
         m.insert("kind".into(), kind.into());
     }
@@ -551,7 +576,9 @@ impl Store {
                     let key = match &change {
                         Change::Node(e) => listed_key(&**e),
                         Change::Pod { event, .. } => listed_key(&**event),
-                        Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) => listed_key(&**e),
+                        Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) | Change::Reservation(e) => {
+                            listed_key(&**e)
+                        }
                         Change::Class(e) => listed_key(&**e),
                         Change::Namespace(e) => listed_key(&**e),
                         Change::Claim(e) => listed_key(&**e),
@@ -586,7 +613,8 @@ impl Store {
             7 => self.claims.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             8 => self.volumes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
             9 => self.csinodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            _ => self.hypernodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            10 => self.hypernodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            _ => self.reservations.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
         };
         for key in gone {
             match stream {
@@ -599,7 +627,8 @@ impl Store {
                 7 => self.claim_deleted(c, &key),
                 8 => self.volume_deleted(c, &key),
                 9 => self.csinode_deleted(c, &key),
-                _ => self.hypernode_deleted(c, &key),
+                10 => self.hypernode_deleted(c, &key),
+                _ => self.reservation_deleted(c, &key),
             }
         }
     }
@@ -609,7 +638,7 @@ impl Store {
         let gone_uid = match &change {
             Change::Node(e) => deleted_uid(&**e),
             Change::Pod { event, .. } => deleted_uid(&**event),
-            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) => deleted_uid(&**e),
+            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) | Change::Reservation(e) => deleted_uid(&**e),
             Change::Class(e) => deleted_uid(&**e),
             Change::Namespace(e) => deleted_uid(&**e),
             Change::Claim(e) => deleted_uid(&**e),
@@ -668,6 +697,11 @@ impl Store {
             Change::HyperNode(e) => match *e {
                 Event::Apply(o) | Event::InitApply(o) => self.hypernode_applied(c, &o),
                 Event::Delete(o) => self.hypernode_deleted(c, &key_of(&o)),
+                _ => {}
+            },
+            Change::Reservation(e) => match *e {
+                Event::Apply(o) | Event::InitApply(o) => self.reservation_applied(c, &o),
+                Event::Delete(o) => self.reservation_deleted(c, &key_of(&o)),
                 _ => {}
             },
         }
@@ -822,6 +856,38 @@ impl Store {
         forget(&mut self.hypernodes, &mut c.hypernodes, key);
     }
 
+    fn reservation_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
+        self.reservation_status.insert(key_of(o), o.data.get("status").cloned().unwrap_or_default());
+        let (seen, key) = (self.invalid.len(), key_of(o));
+        let read = self.keyed(
+            o,
+            |s| &s.reservations,
+            "Reservation",
+            |obj| match obj {
+                Object::Reservation(r) => Some((r.name.clone(), r)),
+                _ => None,
+            },
+        );
+        match &read {
+            Some((_, _, Some(_))) => {
+                self.reservation_invalid.remove(&key);
+            }
+            Some((_, _, None)) => {
+                if let Some(bad) = self.invalid[seen..].last() {
+                    self.reservation_invalid.insert(key, bad.message.clone());
+                }
+            }
+            None => {}
+        }
+        keep(&mut self.reservations, &mut c.reservations, read);
+    }
+
+    fn reservation_deleted(&mut self, c: &mut Cluster, key: &str) {
+        self.reservation_status.remove(key);
+        self.reservation_invalid.remove(key);
+        forget(&mut self.reservations, &mut c.reservations, key);
+    }
+
     /// A keyed object as (key, version, what it reads as): `None` when this
     /// version was seen already, `Some((.., None))` when it cannot be read.
     fn keyed<K: Resource + Serialize, V>(
@@ -835,7 +901,7 @@ impl Store {
         if seen(self).get(&key) == Some(&rv) {
             return None;
         }
-        Some((key, rv, self.read(o, kind, false).and_then(pick)))
+        Some((key, rv, self.read(o, kind, matches!(kind, "HyperNode" | "Reservation")).and_then(pick)))
     }
 
     fn queue_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {

@@ -6,7 +6,9 @@
 
 use super::events::{reference, Kind, Recorder};
 use super::sink::{set_condition, PodRef};
-use super::source::{podgroup_resource, queue_resource, Store, Target, TARGET_ANNOTATION, VOLCANO_API};
+use super::source::{
+    podgroup_resource, queue_resource, reservation_resource, Store, Target, TARGET_ANNOTATION, VOLCANO_API,
+};
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -49,7 +51,42 @@ pub async fn write(client: &Client, out: &Outcome, c: &Cluster, store: &Store, r
     podgroups(client, out, c, store, rec, concurrency).await;
     targets(client, out, store).await;
     queues(client, out, c, store).await;
+    reservations(client, out, store).await;
     pods(client, out, c, store, rec, concurrency).await;
+}
+
+/// Each advance reservation's `status`: its window's state, nodes and
+/// times, or `Invalid` with the reason; written when it changed.
+async fn reservations(client: &Client, out: &Outcome, store: &Store) {
+    let time = |ms: Option<i64>| ms.map(tephra_model::manifest::format_time);
+    let mut want: Vec<(String, Value)> = out
+        .windows
+        .iter()
+        .map(|w| {
+            let status = json!({"state": w.state, "nodes": w.nodes, "windowStart": time(w.window.map(|x| x.0)),
+                                "windowEnd": time(w.window.map(|x| x.1)), "message": null});
+            (w.name.clone(), status)
+        })
+        .collect();
+    for (name, why) in &store.reservation_invalid {
+        let status = json!({"state": "Invalid", "nodes": [], "windowStart": null, "windowEnd": null, "message": why});
+        want.push((name.clone(), status));
+    }
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &reservation_resource());
+    for (name, status) in want {
+        let old = store.reservation_status.get(&name).cloned().unwrap_or_default();
+        let differs = status.as_object().into_iter().flatten().any(|(k, v)| {
+            let have = old.get(k).unwrap_or(&Value::Null);
+            have != v && !(v.is_null() && have.is_null())
+        });
+        if !differs {
+            continue;
+        }
+        let patch = json!({"status": status});
+        if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            tracing::warn!("status of Reservation {name}: {e}");
+        }
+    }
 }
 
 /// The condition fields compared to decide whether a write is needed.

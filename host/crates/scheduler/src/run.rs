@@ -212,6 +212,10 @@ impl<D: Driver> Loop<D> {
             slot => {
                 let (l, warnings) = crate::usage::Ledger::adopt(&self.cluster, half_life, persist);
                 self.scheduler.notices.extend(warnings);
+                if !l.queues.is_empty() {
+                    let names: Vec<&str> = l.queues.keys().map(String::as_str).collect();
+                    self.scheduler.notices.push(format!("adopted the decayed usage of queues {}", names.join(", ")));
+                }
                 slot.insert(l)
             }
         };
