@@ -158,7 +158,7 @@ impl Cluster {
                         "--subresource=status",
                         "--type=merge",
                         "-p",
-                        r#"{"status":{"phase":"Running"}}"#,
+                        &format!(r#"{{"status":{{"phase":"Running","startTime":"{}"}}}}"#, now_rfc3339()),
                     ],
                     None,
                 );
@@ -349,6 +349,11 @@ spec:
 ---
 "
     )
+}
+
+fn now_rfc3339() -> String {
+    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    tephra::manifest::format_time(ms)
 }
 
 fn namespace(c: &Cluster, ns: &str) {
@@ -2561,4 +2566,43 @@ fn decayed_usage_survives_a_restart() {
     assert!(b.log().contains("adopted the decayed usage of queues default"), "{}", b.log());
     b.assert_alive();
     assert!(b.terminate());
+}
+
+/// Time limits in tephra run (issue 33): a job past its
+/// `tephra.io/time-limit` (counted from its pod's startTime) is evicted
+/// with the limit named in the Event; a job within its limit runs on.
+#[test]
+fn time_limit_ends_an_overrunning_job() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("timelimit");
+    c.node("n1", "4");
+    let ns = "t-limit";
+    namespace(&c, ns);
+    c.apply(&format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: short, namespace: {ns}, \
+         annotations: {{tephra.io/time-limit: 3s}}}}\nspec: {{minMember: 1}}\n---\n\
+         apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: long, namespace: {ns}, \
+         annotations: {{tephra.io/time-limit: 1h}}}}\nspec: {{minMember: 1}}\n---\n{}{}",
+        pod(ns, "short-0", "1", Some("short"), ""),
+        pod(ns, "long-0", "1", Some("long"), ""),
+    ));
+    let mut t = Tephra::start(&c, "a", &[]);
+    wait(&c, ns, 30, "both bound", || {
+        let p = c.placements(ns);
+        (p.get("short-0").is_some_and(|n| n == "n1") && p.get("long-0").is_some_and(|n| n == "n1")).then_some(())
+    });
+    let started = Instant::now();
+    // The kubelet (in `wait`) deletes the evicted pod.
+    wait(&c, ns, 30, "short-0 gone", || (!c.placements(ns).contains_key("short-0")).then_some(()));
+    assert!(started.elapsed() >= Duration::from_secs(2), "evicted before its limit");
+    let events = c.events(ns, "Evict");
+    assert!(
+        events.iter().any(|(o, m)| o == "short-0" && m.contains("time limit of 3s exceeded")),
+        "{events:?}"
+    );
+    assert!(c.placements(ns).contains_key("long-0"), "the job within its limit runs on");
+    t.assert_alive();
+    assert!(t.terminate());
 }

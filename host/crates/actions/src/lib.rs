@@ -10,6 +10,7 @@ mod preempt;
 mod reclaim;
 mod reserve;
 mod shuffle;
+pub mod timelimit;
 pub mod topology;
 mod victims;
 

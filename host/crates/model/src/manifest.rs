@@ -627,6 +627,14 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 task_spec: annotations.get("volcano.sh/task-spec").cloned().unwrap_or_default(),
                 nominated_node: string(at, v, "status.nominatedNodeName")?,
                 created,
+                // When the kubelet started it: time limits count from here.
+                started: match string(at, v, "status.startTime")? {
+                    None => None,
+                    Some(t) => Some(
+                        parse_time(&t).ok_or_else(|| at.err("status.startTime", format!("{t:?} is not an RFC 3339 time")))?
+                            * 1000,
+                    ),
+                },
                 ..Default::default()
             };
             pod.labels = labels;

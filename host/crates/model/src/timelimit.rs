@@ -59,6 +59,23 @@ pub fn job_limit_ms(g: &PodGroup, q: Option<&Queue>) -> Option<i64> {
     }
 }
 
+/// A limit as Go writes durations (`2h`, `1h30m`, `90s` as `1m30s`).
+pub fn display(ms: i64) -> String {
+    let s = ms / 1000;
+    let (h, m, sec) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out += &format!("{h}h");
+    }
+    if m > 0 {
+        out += &format!("{m}m");
+    }
+    if sec > 0 || out.is_empty() {
+        out += &format!("{sec}s");
+    }
+    out
+}
+
 /// What the queue does with overrunning jobs.
 pub fn overrun(q: Option<&Queue>) -> Overrun {
     match q.and_then(|q| q.annotations.get(OVERRUN)).map(String::as_str) {
@@ -73,6 +90,14 @@ mod tests {
 
     fn with(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn limits_display_as_go_durations() {
+        assert_eq!(display(7_200_000), "2h");
+        assert_eq!(display(5_400_000), "1h30m");
+        assert_eq!(display(90_000), "1m30s");
+        assert_eq!(display(0), "0s");
     }
 
     #[test]

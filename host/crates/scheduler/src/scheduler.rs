@@ -204,6 +204,7 @@ impl Scheduler {
         let seed = self.next_seed();
         let mut timings = Vec::new();
         let outcome = self.run(cluster, overrides, now_ms, seed, |ssn| {
+            actions::timelimit::end_overruns(ssn);
             for name in &actions {
                 if let Some(action) = actions::by_name(name) {
                     let t = Instant::now();
@@ -269,6 +270,7 @@ impl Scheduler {
         ssn.actions = actions.clone();
         ssn.action_args = self.config.action_args.clone();
         ssn.nodes_percentage = self.config.nodes_percentage();
+        actions::timelimit::end_overruns(&mut ssn);
         for name in &actions {
             if let Some(action) = actions::by_name(name) {
                 action(&mut ssn);
