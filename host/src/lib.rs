@@ -20,10 +20,11 @@ pub use tephra_model::{files, synthetic, topology, trace, tracked, validate};
 pub use tephra_runtime as wasm;
 pub use tephra_scheduler as scheduler;
 pub use tephra_session::{reservation, session, statement};
-pub use tephra_sim::{report, simulate};
+pub use tephra_sim::{estimate, report, simulate};
 
 pub mod admin;
 pub mod conformance;
+pub mod estimates;
 pub mod lab;
 pub mod scaffold;
 

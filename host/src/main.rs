@@ -273,6 +273,11 @@ struct Serve {
     /// Time between scheduling cycles (Volcano's schedule-period).
     #[arg(long, default_value = "1s", value_parser = tephra::k8s::parse_duration)]
     period: Duration,
+    /// How often each waiting PodGroup gets its predicted start (annotation
+    /// tephra.io/estimated-start), worked out off the scheduling loop by simulating forward with
+    /// every job's time limit (docs/batch.md); 0s turns it off.
+    #[arg(long, default_value = "30s", value_parser = duration_or_off)]
+    estimate_every: Duration,
     /// Campaign for a coordination.k8s.io Lease; only the holder schedules.
     #[arg(long)]
     leader_elect: bool,
@@ -406,6 +411,7 @@ fn serve(s: Serve) -> Result<()> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         format!("{}-{}", host.trim(), std::process::id())
     });
+    let (estimate_every, period) = (s.estimate_every, s.period.as_secs_f64());
     let opts = tephra::k8s::Options {
         kubeconfig: s.kubeconfig,
         scheduler_name: s.scheduler_name,
@@ -433,12 +439,30 @@ fn serve(s: Serve) -> Result<()> {
         false => Admin::new(s.admin_token_file),
     };
     attach(&mut lp, watch_dir, s.config.as_deref(), s.admin.as_deref().map(|a| (a, auth)))?;
-    lp.run(|_| {});
+    let mut estimator = tephra::estimates::Estimator::new(estimate_every);
+    loop {
+        let r = lp.step();
+        let changes = estimator.tick(&lp, period);
+        if !changes.is_empty() {
+            lp.driver.annotate_estimates(&changes);
+        }
+        if !lp.driver.wait(&r) {
+            break;
+        }
+    }
     lp.driver.shutdown();
     Ok(())
 }
 
 /// `--period` of the simulator: seconds, positive and at most a year.
+/// A duration, or `0`/`0s` for off.
+fn duration_or_off(s: &str) -> Result<Duration, String> {
+    match tephra::config::duration_ms(s) {
+        Some(0) => Ok(Duration::ZERO),
+        _ => tephra::k8s::parse_duration(s),
+    }
+}
+
 fn period_seconds(s: &str) -> Result<f64, String> {
     let max = tephra::config::DURATION_MAX_MS as f64 / 1000.0;
     match s.trim().parse::<f64>() {

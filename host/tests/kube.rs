@@ -2606,3 +2606,48 @@ fn time_limit_ends_an_overrunning_job() {
     t.assert_alive();
     assert!(t.terminate());
 }
+
+/// Start-time estimates in tephra run (issue 33): a job waiting behind one
+/// with an hour's limit gets `tephra.io/estimated-start` an hour after the
+/// running pod's start; once it runs the annotation goes.
+#[test]
+fn waiting_podgroups_get_an_estimated_start() {
+    if skip() {
+        return;
+    }
+    let c = Cluster::start("estimate");
+    c.node("n1", "4");
+    let ns = "t-estimate";
+    namespace(&c, ns);
+    let group = |name: &str, limit: &str| {
+        format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: {ns}, \
+             annotations: {{tephra.io/time-limit: {limit}}}}}\nspec: {{minMember: 1}}\n---\n"
+        )
+    };
+    c.apply(&format!("{}{}", group("first", "1h"), pod(ns, "first-0", "4", Some("first"), "")));
+    let mut t = Tephra::start(&c, "a", &["--estimate-every", "1s"]);
+    wait(&c, ns, 30, "first-0 running", || {
+        let p = c.json(&["get", "pod", "-n", ns, "first-0"]);
+        (p["status"]["phase"] == "Running").then_some(())
+    });
+    let start = c.json(&["get", "pod", "-n", ns, "first-0"])["status"]["startTime"].as_str().unwrap().to_string();
+    c.apply(&format!("{}{}", group("next", "10m"), pod(ns, "next-0", "4", Some("next"), "")));
+    let at = wait(&c, ns, 60, "next's estimated start", || {
+        let g = c.json(&["get", "podgroup", "-n", ns, "next"]);
+        g["metadata"]["annotations"]["tephra.io/estimated-start"].as_str().map(str::to_string)
+    });
+    // An hour after first-0 started, to within a cycle (the period is 300 ms).
+    let secs = |t: &str| tephra::manifest::parse_rfc3339(t).unwrap();
+    let gap = secs(&at) - secs(&start);
+    assert!((3600..=3601).contains(&gap), "first-0 started {start}; next is estimated at {at}");
+    // first ends early (deleted): next runs, and its estimate is removed.
+    c.kubectl(&["delete", "pod", "-n", ns, "first-0", "--grace-period=0", "--force"]);
+    wait(&c, ns, 30, "next-0 bound", || (c.placements(ns).get("next-0").is_some_and(|n| n == "n1")).then_some(()));
+    wait(&c, ns, 30, "estimate removed", || {
+        let g = c.json(&["get", "podgroup", "-n", ns, "next"]);
+        g["metadata"]["annotations"]["tephra.io/estimated-start"].is_null().then_some(())
+    });
+    t.assert_alive();
+    assert!(t.terminate());
+}

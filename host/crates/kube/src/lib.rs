@@ -219,6 +219,24 @@ impl Kube {
     }
 
     /// A token reviewer on this driver's client, for the admin surface.
+    /// Writes (or, with `None`, removes) each PodGroup's predicted start
+    /// (`namespace/name`, annotation `tephra.io/estimated-start`); only the leader writes.
+    pub fn annotate_estimates(&self, changes: &[(String, Option<String>)]) {
+        if !self.leadership.is_leader() {
+            return;
+        }
+        for (job, at) in changes {
+            let Some((ns, name)) = job.split_once('/') else { continue };
+            let api: kube::Api<kube::api::DynamicObject> =
+                kube::Api::namespaced_with(self.client.clone(), ns, &source::podgroup_resource());
+            let patch = serde_json::json!({"metadata": {"annotations": {"tephra.io/estimated-start": at}}});
+            let params = kube::api::PatchParams::default();
+            if let Err(e) = self.rt.block_on(api.patch(name, &params, &kube::api::Patch::Merge(&patch))) {
+                tracing::debug!("estimated start of PodGroup {job}: {e}");
+            }
+        }
+    }
+
     pub fn reviewer(&self) -> review::Reviewer {
         review::Reviewer::new(self.client.clone())
     }

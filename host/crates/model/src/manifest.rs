@@ -302,6 +302,11 @@ pub fn format_time(ms: i64) -> String {
         .unwrap_or_else(|| format!("{ms}ms"))
 }
 
+/// Seconds since the epoch of an RFC 3339 UTC time, for tools and tests.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    parse_time(s)
+}
+
 pub(crate) fn parse_time(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {

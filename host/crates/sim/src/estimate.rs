@@ -32,7 +32,8 @@ pub fn estimate(cluster: &Cluster, scheduler: Scheduler, now: f64, period: f64, 
         return Vec::new();
     }
     run_to_limits(&mut c, now);
-    let options = Options { max_cycles: horizon, period, ..Default::default() };
+    // Quiet stretches are skipped: the grid of cycles, and so the answer, is the same.
+    let options = Options { max_cycles: horizon, period, skip_idle: true, ..Default::default() };
     let mut sim = Simulation::resume(c, scheduler, options, now);
     sim.driver.stop_when_settled = false;
     let mut start: BTreeMap<String, f64> = BTreeMap::new();
@@ -46,6 +47,10 @@ pub fn estimate(cluster: &Cluster, scheduler: Scheduler, now: f64, period: f64, 
             if let Some(j) = job_of.get(pod).filter(|j| waiting.contains(*j)) {
                 start.entry(j.clone()).or_insert(r.time);
             }
+        }
+        // Nothing ends any more (what runs has no limit): the rest never start.
+        if sim.settled(&r) {
+            break;
         }
     }
     waiting.into_iter().map(|job| Estimate { start: start.get(&job).copied(), job }).collect()

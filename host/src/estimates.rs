@@ -1,0 +1,88 @@
+//! Start-time estimates in `tephra run` (Slurm's `squeue --start`): every
+//! `--estimate-every`, off the scheduling loop, the simulator runs forward
+//! from a copy of the cluster with every pod running as long as its limits
+//! allow ([`crate::estimate`]); each waiting PodGroup gets its predicted
+//! start as the annotation [`ESTIMATED_START`] (RFC 3339), removed once it
+//! runs or when nothing can be predicted.
+
+use crate::estimate::estimate;
+use crate::scheduler::{Driver, Loop, Scheduler};
+use std::collections::BTreeMap;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The PodGroup annotation holding a waiting job's predicted start.
+pub const ESTIMATED_START: &str = "tephra.io/estimated-start";
+/// Simulated cycles an estimate looks ahead at most.
+const HORIZON: usize = 100_000;
+
+/// Runs estimates in the background and says which annotations change.
+pub struct Estimator {
+    every: Duration,
+    next: Instant,
+    running: Option<JoinHandle<Vec<(String, Option<String>)>>>,
+    /// Per PodGroup, the value written last.
+    written: BTreeMap<String, String>,
+}
+
+impl Estimator {
+    pub fn new(every: Duration) -> Self {
+        Estimator { every, next: Instant::now(), running: None, written: BTreeMap::new() }
+    }
+
+    /// Starts an estimate when one is due and none runs; when one has
+    /// finished, the annotations to write (`None`: remove), by PodGroup.
+    pub fn tick<D: Driver>(&mut self, lp: &Loop<D>, period: f64) -> Vec<(String, Option<String>)> {
+        let mut changes = Vec::new();
+        if self.running.as_ref().is_some_and(JoinHandle::is_finished) {
+            if let Some(Ok(found)) = self.running.take().map(JoinHandle::join) {
+                changes = self.changes(found);
+            }
+        }
+        if self.every.is_zero() || self.running.is_some() || Instant::now() < self.next {
+            return changes;
+        }
+        self.next = Instant::now() + self.every;
+        let cluster = lp.cluster.clone();
+        let (config, library) = (lp.scheduler.config.clone(), lp.scheduler.library.clone());
+        let (reservations, usage) = (lp.scheduler.reservations.clone(), lp.scheduler.usage.clone());
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+        self.running = Some(std::thread::spawn(move || {
+            let mut s = Scheduler::new(config, &library);
+            s.reservations = reservations;
+            s.usage = usage;
+            let now = now_ms as f64 / 1000.0;
+            estimate(&cluster, s, now, period, HORIZON)
+                .into_iter()
+                .map(|e| (e.job, e.start.map(|at| crate::manifest::format_time((at * 1000.0) as i64))))
+                .collect()
+        }));
+        changes
+    }
+
+    /// What differs from what was written: new or moved estimates, and
+    /// removals for jobs no longer waiting or without one.
+    fn changes(&mut self, found: Vec<(String, Option<String>)>) -> Vec<(String, Option<String>)> {
+        let mut out = Vec::new();
+        let mut now: BTreeMap<String, String> = BTreeMap::new();
+        for (job, at) in found {
+            match at {
+                Some(at) => {
+                    if self.written.get(&job) != Some(&at) {
+                        out.push((job.clone(), Some(at.clone())));
+                    }
+                    now.insert(job, at);
+                }
+                None if self.written.contains_key(&job) => out.push((job, None)),
+                None => {}
+            }
+        }
+        for job in self.written.keys().filter(|j| !now.contains_key(*j)) {
+            if !out.iter().any(|(j, _)| j == job) {
+                out.push((job.clone(), None));
+            }
+        }
+        self.written = now;
+        out
+    }
+}
