@@ -293,7 +293,8 @@ fn read_as_simulate(sim: &Cluster) -> Cluster {
             | Change::Claim(_)
             | Change::Volume(_)
             | Change::CsiNode(_)
-            | Change::HyperNode(_) => return,
+            | Change::HyperNode(_)
+            | Change::Reservation(_) => return,
         };
         match object {
             Object::Node(n) => c.nodes.push(n),

@@ -16,11 +16,14 @@ pub const ESTIMATED_START: &str = "tephra.io/estimated-start";
 /// Simulated cycles an estimate looks ahead at most.
 const HORIZON: usize = 100_000;
 
+/// Per PodGroup (`namespace/name`), its predicted start (RFC 3339; `None`: none).
+pub type Starts = Vec<(String, Option<String>)>;
+
 /// Runs estimates in the background and says which annotations change.
 pub struct Estimator {
     every: Duration,
     next: Instant,
-    running: Option<JoinHandle<Vec<(String, Option<String>)>>>,
+    running: Option<JoinHandle<Starts>>,
     /// Per PodGroup, the value written last.
     written: BTreeMap<String, String>,
 }
@@ -32,7 +35,7 @@ impl Estimator {
 
     /// Starts an estimate when one is due and none runs; when one has
     /// finished, the annotations to write (`None`: remove), by PodGroup.
-    pub fn tick<D: Driver>(&mut self, lp: &Loop<D>, period: f64) -> Vec<(String, Option<String>)> {
+    pub fn tick<D: Driver>(&mut self, lp: &Loop<D>, period: f64) -> Starts {
         let mut changes = Vec::new();
         if self.running.as_ref().is_some_and(JoinHandle::is_finished) {
             if let Some(Ok(found)) = self.running.take().map(JoinHandle::join) {
@@ -62,7 +65,7 @@ impl Estimator {
 
     /// What differs from what was written: new or moved estimates, and
     /// removals for jobs no longer waiting or without one.
-    fn changes(&mut self, found: Vec<(String, Option<String>)>) -> Vec<(String, Option<String>)> {
+    fn changes(&mut self, found: Starts) -> Starts {
         let mut out = Vec::new();
         let mut now: BTreeMap<String, String> = BTreeMap::new();
         for (job, at) in found {

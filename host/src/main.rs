@@ -441,12 +441,12 @@ fn serve(s: Serve) -> Result<()> {
     attach(&mut lp, watch_dir, s.config.as_deref(), s.admin.as_deref().map(|a| (a, auth)))?;
     let mut estimator = tephra::estimates::Estimator::new(estimate_every);
     loop {
-        let r = lp.step();
+        lp.step();
         let changes = estimator.tick(&lp, period);
         if !changes.is_empty() {
             lp.driver.annotate_estimates(&changes);
         }
-        if !lp.driver.wait(&r) {
+        if !lp.driver.wait(&()) {
             break;
         }
     }

@@ -2598,10 +2598,7 @@ fn time_limit_ends_an_overrunning_job() {
     wait(&c, ns, 30, "short-0 gone", || (!c.placements(ns).contains_key("short-0")).then_some(()));
     assert!(started.elapsed() >= Duration::from_secs(2), "evicted before its limit");
     let events = c.events(ns, "Evict");
-    assert!(
-        events.iter().any(|(o, m)| o == "short-0" && m.contains("time limit of 3s exceeded")),
-        "{events:?}"
-    );
+    assert!(events.iter().any(|(o, m)| o == "short-0" && m.contains("time limit of 3s exceeded")), "{events:?}");
     assert!(c.placements(ns).contains_key("long-0"), "the job within its limit runs on");
     t.assert_alive();
     assert!(t.terminate());

@@ -676,3 +676,28 @@ fn cronjob_makes_a_job_each_scheduled_time() {
     }
     assert_eq!(out.matches("finished   Job default/report-").count(), 3, "{out}");
 }
+
+/// examples/batch/backfill.yaml (docs/batch.md): short runs on the reserved
+/// node while big waits for busy's limit, big starts when predicted, long
+/// (too long for the gap, then for the maintenance window) waits; the
+/// estimates made at t=0 are the simulated starts.
+#[test]
+fn backfill_example_and_its_estimates() {
+    let (code, out, err) = tephra(&["simulate", "examples/batch/backfill.yaml", "--skip-idle"]);
+    assert_eq!(code, 0, "{err}");
+    for line in [
+        "bind       hpc/short-0 → n2",
+        "reserved   job hpc/big: n1, n2 (starts by t=10s)",
+        "reservation rack-b-maintenance: Pending on n2 (window t=60s–120s)",
+        "waiting    hpc/long-0: 0/2 nodes are available: 2 node reserved for job hpc/big (reservation)",
+        "hpc/big                  10s (t=0s → t=10s)",
+        "hpc/long                 41s (t=0s → t=41s)",
+        "bind       hpc/long-0 → n1",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    let (code, est, err) = tephra(&["estimate", "examples/batch/backfill.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = est.lines().map(str::trim_end).collect();
+    assert_eq!(lines, ["hpc/big    t=10s", "hpc/short  t=0s", "hpc/long   t=41s"], "{est}");
+}

@@ -31,8 +31,16 @@ fn half_life(v: &str) -> Option<f64> {
     .filter(|ms| *ms > 0.0)
 }
 
-/// Reads `total=…;at=…;ns/<namespace>=…`: (total, at, per namespace).
-fn parse(s: &str) -> Option<(f64, f64, Vec<(&str, f64)>)> {
+/// A queue's usage as the host wrote it.
+struct Stored<'a> {
+    total: f64,
+    /// When it was written (ms since the epoch).
+    at: f64,
+    namespaces: Vec<(&'a str, f64)>,
+}
+
+/// Reads `total=…;at=…;ns/<namespace>=…`.
+fn parse(s: &str) -> Option<Stored<'_>> {
     let (mut total, mut at, mut ns) = (None, None, Vec::new());
     for part in s.split(';').filter(|p| !p.is_empty()) {
         let (k, v) = part.split_once('=')?;
@@ -43,7 +51,7 @@ fn parse(s: &str) -> Option<(f64, f64, Vec<(&str, f64)>)> {
             _ => ns.push((k.strip_prefix("ns/")?, v)),
         }
     }
-    Some((total?, at?, ns))
+    Some(Stored { total: total?, at: at?, namespaces: ns })
 }
 
 impl Policy for DecayedUsage {
@@ -63,10 +71,10 @@ impl Policy for DecayedUsage {
         let mut by_ns: Vec<Vec<(&str, f64)>> = vec![Vec::new(); s.queues()];
         for l in s.snap.queue_annotations.iter().filter(|l| s.str(l.key) == USAGE) {
             // A bad value counts as no usage; the host warns about it.
-            let Some((total, at, ns)) = parse(s.str(l.value)) else { continue };
-            let f = 0.5f64.powf((now - at).max(0.0) / h);
-            self.queue[l.owner as usize] = total * f;
-            by_ns[l.owner as usize] = ns.into_iter().map(|(n, v)| (n, v * f)).collect();
+            let Some(u) = parse(s.str(l.value)) else { continue };
+            let f = 0.5f64.powf((now - u.at).max(0.0) / h);
+            self.queue[l.owner as usize] = u.total * f;
+            by_ns[l.owner as usize] = u.namespaces.into_iter().map(|(n, v)| (n, v * f)).collect();
         }
         self.job = (0..s.jobs() as u32)
             .map(|j| {

@@ -636,7 +636,8 @@ fn parse_object(at: &At, v: &Value, kind: &str, seqno: i64) -> Result<Vec<Timed>
                 started: match string(at, v, "status.startTime")? {
                     None => None,
                     Some(t) => Some(
-                        parse_time(&t).ok_or_else(|| at.err("status.startTime", format!("{t:?} is not an RFC 3339 time")))?
+                        parse_time(&t)
+                            .ok_or_else(|| at.err("status.startTime", format!("{t:?} is not an RFC 3339 time")))?
                             * 1000,
                     ),
                 },
