@@ -471,6 +471,20 @@ fn period_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The scheduler config: the file given, else a ConfigMap among the objects, else the built-in one.
+fn config_of(path: Option<&std::path::Path>, objects: &[manifest::Timed]) -> Result<SchedulerConfig> {
+    Ok(match path {
+        Some(path) => SchedulerConfig::read(path)?,
+        None => objects
+            .iter()
+            .find_map(|t| match &t.object {
+                Object::Config(c) => Some(c.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(SchedulerConfig::default_config),
+    })
+}
+
 /// `tephra estimate`: a line per waiting job with its predicted start.
 fn estimate(
     files: Vec<PathBuf>,
@@ -480,16 +494,7 @@ fn estimate(
     horizon: usize,
 ) -> Result<()> {
     let objects = manifest::load(&files)?;
-    let config = match &config {
-        Some(path) => SchedulerConfig::read(path)?,
-        None => objects
-            .iter()
-            .find_map(|t| match &t.object {
-                Object::Config(c) => Some(c.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(SchedulerConfig::default_config),
-    };
+    let config = config_of(config.as_deref(), &objects)?;
     check_queues(&objects, &config, None)?;
     let later = objects.iter().filter(|t| t.at > 0.0).count();
     let setup = Setup { config, plugins_dir, plugins: Vec::new(), shadows: Vec::new(), rollback_after: 3 };
@@ -548,16 +553,7 @@ fn simulate(run: Run) -> Result<()> {
     let files_list =
         |f: &[std::path::PathBuf]| f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
     let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
-    let config = match &config_path {
-        Some(path) => SchedulerConfig::read(path)?,
-        None => objects
-            .iter()
-            .find_map(|t| match &t.object {
-                Object::Config(c) => Some(c.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(SchedulerConfig::default_config),
-    };
+    let config = config_of(config_path.as_deref(), &objects)?;
     // A comparison checks each variant's queues under its own config.
     if !lab {
         check_queues(&objects, &config, None)?;
