@@ -2635,7 +2635,7 @@ fn waiting_podgroups_get_an_estimated_start() {
         g["metadata"]["annotations"]["tephra.io/estimated-start"].as_str().map(str::to_string)
     });
     // An hour after first-0 started, to within a cycle (the period is 300 ms).
-    let secs = |t: &str| tephra::manifest::parse_rfc3339(t).unwrap();
+    let secs = |t: &str| tephra::manifest::parse_time(t).unwrap();
     let gap = secs(&at) - secs(&start);
     assert!((3600..=3601).contains(&gap), "first-0 started {start}; next is estimated at {at}");
     // first ends early (deleted): next runs, and its estimate is removed.

@@ -578,7 +578,7 @@ fn time_limits_end_overrunning_jobs() {
     assert!(
         err.contains("Queue q")
             && err.contains("metadata.annotations.tephra.io/overrun")
-            && err.contains("\"kill\" is not evict or nothing"),
+            && err.contains("\"kill\" is not evict, unprotect or nothing"),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");

@@ -4,10 +4,14 @@
 //! is what ends them (a pod's own activeDeadlineSeconds is the kubelet's).
 
 use tephra_contract::TaskStatus;
+use tephra_model::timelimit::Overrun;
 use tephra_session::session::Session;
 use tephra_session::statement::Statement;
 
-/// Evicts running tasks whose job's enforced limit has passed since they started.
+/// Evicts running tasks whose job's enforced limit has passed since they
+/// started: everywhere when its queue says `evict`; with `unprotect`, only
+/// on a node held for someone else (a big job's, or in or before a window
+/// that does not serve it), where backfill let it in on its limit.
 pub fn end_overruns(ssn: &mut Session) {
     let now = ssn.snap.now_ms;
     let mut stmt = Statement::new();
@@ -17,9 +21,17 @@ pub fn end_overruns(ssn: &mut Session) {
         if !ssn.extra.job_limit_enforced[j] || started <= 0 || ssn.task_status(t) != TaskStatus::Running {
             continue;
         }
-        if now - started >= limit {
-            let why = format!("time limit of {} exceeded", tephra_model::timelimit::display(limit));
-            stmt.evict(ssn, t, &why);
+        if now - started < limit {
+            continue;
+        }
+        let limit = tephra_model::timelimit::display(limit);
+        match ssn.extra.job_overrun[j] {
+            Overrun::Unprotect if ssn.lock_blocks(t, ssn.snap.task_node[t as usize]) => {
+                let held = ssn.lock_reason(t, ssn.snap.task_node[t as usize]);
+                stmt.evict(ssn, t, &format!("time limit of {limit} exceeded ({held})"));
+            }
+            Overrun::Evict => stmt.evict(ssn, t, &format!("time limit of {limit} exceeded")),
+            _ => {}
         }
     }
     stmt.commit(ssn);

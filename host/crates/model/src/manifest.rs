@@ -294,7 +294,6 @@ fn seq<'v>(at: &At, v: &'v Value, path: &str) -> Result<&'v [Value]> {
     }
 }
 
-/// Seconds since the Unix epoch of an RFC 3339 UTC time ("2024-01-02T03:04:05Z").
 /// An RFC 3339 UTC time ("2024-01-02T03:04:05Z") from ms since the epoch.
 pub fn format_time(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
@@ -302,12 +301,8 @@ pub fn format_time(ms: i64) -> String {
         .unwrap_or_else(|| format!("{ms}ms"))
 }
 
-/// Seconds since the epoch of an RFC 3339 UTC time, for tools and tests.
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    parse_time(s)
-}
-
-pub(crate) fn parse_time(s: &str) -> Option<i64> {
+/// Seconds since the Unix epoch of an RFC 3339 UTC time ("2024-01-02T03:04:05Z").
+pub fn parse_time(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {
         return None;

@@ -100,9 +100,11 @@ pub struct Extra {
     pub job_tasks: Vec<Vec<u32>>,
     /// Per job, its time limit in ms (0: none; see [`crate::timelimit`]).
     pub job_limit_ms: Vec<i64>,
-    /// Per job, whether its limit is enforced (its queue evicts overrunning
-    /// jobs): only then may it run ahead of a reservation (backfill).
+    /// Per job, whether its limit is enforced (its queue does not let it
+    /// overrun freely): only then may it run ahead of a reservation.
     pub job_limit_enforced: Vec<bool>,
+    /// Per job, what its queue does when it overruns.
+    pub job_overrun: Vec<crate::timelimit::Overrun>,
     pub job_roles: Vec<BTreeMap<u32, u32>>,
     pub queue_created: Vec<i64>,
     /// The HyperNode tree the snapshot's topology columns come from.
@@ -358,10 +360,10 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         extra.job_pg.push(gi);
         let queue = cluster.queues.get(q as usize);
         let limit = crate::timelimit::job_limit_ms(g, queue);
+        let overrun = crate::timelimit::overrun(queue);
         extra.job_limit_ms.push(limit.unwrap_or(0));
-        extra
-            .job_limit_enforced
-            .push(limit.is_some() && crate::timelimit::overrun(queue) == crate::timelimit::Overrun::Evict);
+        extra.job_limit_enforced.push(limit.is_some() && overrun.enforced());
+        extra.job_overrun.push(overrun);
         snap.job_queue.push(q);
         snap.job_min_available.push(g.min_member);
         snap.job_has_min_resources.push(g.min_resources.is_some());

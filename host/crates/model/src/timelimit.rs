@@ -13,7 +13,8 @@ pub const TIME_LIMIT: &str = "tephra.io/time-limit";
 pub const DEFAULT_TIME_LIMIT: &str = "tephra.io/default-time-limit";
 /// The most a queue lets a job ask for.
 pub const MAX_TIME_LIMIT: &str = "tephra.io/max-time-limit";
-/// What a queue does with a job past its limit: `evict` (default) or `nothing`.
+/// What a queue does with a job past its limit: `evict` (default), `unprotect`
+/// or `nothing`.
 pub const OVERRUN: &str = "tephra.io/overrun";
 
 /// What happens to a job that runs past its limit.
@@ -22,8 +23,19 @@ pub enum Overrun {
     /// Its pods are ended (Slurm's behaviour).
     #[default]
     Evict,
+    /// It runs on, except where it was let in ahead of a reservation (a big
+    /// job's nodes, a window's): there it is evicted once past its limit.
+    Unprotect,
     /// It runs on.
     Nothing,
+}
+
+impl Overrun {
+    /// Whether the limit is a promise others may plan on: the job is gone
+    /// from any node it was let onto ahead of a reservation by its limit.
+    pub fn enforced(self) -> bool {
+        self != Overrun::Nothing
+    }
 }
 
 /// Checks the time-limit annotations of any object; the error names the
@@ -38,8 +50,8 @@ pub fn check(annotations: &BTreeMap<String, String>) -> Result<(), (String, Stri
         }
     }
     match annotations.get(OVERRUN).map(String::as_str) {
-        None | Some("evict" | "nothing") => Ok(()),
-        Some(v) => Err((OVERRUN.into(), format!("{v:?} is not evict or nothing"))),
+        None | Some("evict" | "unprotect" | "nothing") => Ok(()),
+        Some(v) => Err((OVERRUN.into(), format!("{v:?} is not evict, unprotect or nothing"))),
     }
 }
 
@@ -80,6 +92,7 @@ pub fn display(ms: i64) -> String {
 pub fn overrun(q: Option<&Queue>) -> Overrun {
     match q.and_then(|q| q.annotations.get(OVERRUN)).map(String::as_str) {
         Some("nothing") => Overrun::Nothing,
+        Some("unprotect") => Overrun::Unprotect,
         _ => Overrun::Evict,
     }
 }
@@ -112,13 +125,14 @@ mod tests {
         assert_eq!(job_limit_ms(&g(&[(TIME_LIMIT, "10m")]), Some(&queue)), Some(600_000));
         assert_eq!(job_limit_ms(&g(&[]), Some(&q(&[(MAX_TIME_LIMIT, "5m")]))), Some(300_000));
         assert_eq!(overrun(Some(&q(&[(OVERRUN, "nothing")]))), Overrun::Nothing);
+        assert_eq!(overrun(Some(&q(&[(OVERRUN, "unprotect")]))), Overrun::Unprotect);
         assert_eq!(overrun(None), Overrun::Evict);
         assert!(check(&with(&[(TIME_LIMIT, "2h"), (OVERRUN, "evict")])).is_ok());
         assert_eq!(check(&with(&[(TIME_LIMIT, "soon")])).unwrap_err().0, TIME_LIMIT);
         assert_eq!(check(&with(&[(MAX_TIME_LIMIT, "0s")])).unwrap_err().0, MAX_TIME_LIMIT);
         assert_eq!(
             check(&with(&[(OVERRUN, "kill")])).unwrap_err(),
-            (OVERRUN.into(), "\"kill\" is not evict or nothing".into())
+            (OVERRUN.into(), "\"kill\" is not evict, unprotect or nothing".into())
         );
     }
 }

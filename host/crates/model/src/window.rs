@@ -18,7 +18,8 @@ pub enum Repeat {
 }
 
 impl Repeat {
-    fn period_ms(self) -> i64 {
+    /// How far apart its windows open.
+    pub fn period_ms(self) -> i64 {
         match self {
             Repeat::Daily => 86_400_000,
             Repeat::Weekly => 7 * 86_400_000,

@@ -16,7 +16,6 @@ pub struct Window {
     /// Queues (ids) and namespaces it serves.
     pub queues: Vec<u32>,
     pub namespaces: Vec<String>,
-    pub nodes: Vec<u32>,
 }
 
 /// A reservation's status after a cycle.
@@ -61,7 +60,6 @@ impl Session {
                 maintenance: r.maintenance,
                 queues: r.queues.iter().filter_map(|q| self.queue_index.get(q).copied()).collect(),
                 namespaces: r.namespaces.clone(),
-                nodes,
             });
         }
     }

@@ -648,7 +648,9 @@ fn time_limits(c: &Cluster) -> Option<Limits> {
     let mut out = Limits::new();
     for g in c.podgroups.iter() {
         let q = queues.get(g.queue.as_str()).copied();
-        if timelimit::overrun(q) == Overrun::Nothing {
+        // An unprotected job runs on; the scheduler evicts it where it was
+        // let in ahead of a reservation.
+        if timelimit::overrun(q) != Overrun::Evict {
             continue;
         }
         if let Some(ms) = timelimit::job_limit_ms(g, q) {

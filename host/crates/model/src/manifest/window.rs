@@ -38,7 +38,7 @@ pub(super) fn reservation(at: &At, v: &Value, name: String) -> Result<AdvanceRes
         return Err(at.err("spec.repeat", "a floating window does not repeat"));
     }
     let duration_ms = duration("spec.duration")?.ok_or_else(|| at.err("spec.duration", "missing"))?;
-    if repeat.is_some_and(|r| duration_ms >= if r == Repeat::Daily { 86_400_000 } else { 7 * 86_400_000 }) {
+    if repeat.is_some_and(|r| duration_ms >= r.period_ms()) {
         return Err(at.err("spec.duration", "a repeating window must be shorter than its period"));
     }
     let names = |path: &str| -> Result<Vec<String>> {
