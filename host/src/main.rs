@@ -58,9 +58,10 @@ enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
-    /// Write the live cluster's scheduling state (nodes, queues, PodGroups, HyperNodes, priority
-    /// classes, pending and running pods, the scheduler config) as manifests `tephra simulate`
-    /// replays; environment, commands, Secrets and other fields scheduling does not read are left out.
+    /// Write the live cluster's scheduling state (nodes, queues, PodGroups, HyperNodes,
+    /// Reservations, priority classes, pending and running pods, the scheduler config) as manifests
+    /// `tephra simulate` and `tephra estimate` replay; environment, commands, Secrets and other
+    /// fields scheduling does not read are left out.
     Snapshot {
         /// Kubeconfig file (default: in-cluster config, else $KUBECONFIG or ~/.kube/config).
         #[arg(long)]

@@ -2449,6 +2449,11 @@ fn snapshot_replays_in_the_simulator() {
         pod(ns, "g-0", "2", Some("g"), ""),
         pod(ns, "g-1", "2", Some("g"), ""),
     ));
+    c.kubectl(&["wait", "--for=condition=Established", "crd/reservations.tephra.io"]);
+    c.apply(
+        "apiVersion: tephra.io/v1alpha1\nkind: Reservation\nmetadata: {name: q1-window}\n\
+         spec: {start: \"2100-01-01T00:00:00Z\", duration: 1h, queues: [q1]}\n",
+    );
     wait(&c, ns, 30, "pod busy running", || {
         (c.json(&["get", "pod", "-n", ns, "busy"])["status"]["phase"] == "Running").then_some(())
     });
@@ -2462,7 +2467,9 @@ fn snapshot_replays_in_the_simulator() {
     for gone in ["s3cret-value", "TOKEN", "last-applied-configuration", "managedFields", "uid:"] {
         assert!(!text.contains(gone), "{gone} in the snapshot:\n{text}");
     }
-    for kept in ["kind: Node", "kind: Queue", "kind: PodGroup", "volcano-scheduler.conf", "name: busy"] {
+    for kept in
+        ["kind: Node", "kind: Queue", "kind: PodGroup", "kind: Reservation", "volcano-scheduler.conf", "name: busy"]
+    {
         assert!(text.contains(kept), "{kept} missing:\n{text}");
     }
     let sim = Command::new(env!("CARGO_BIN_EXE_tephra")).arg("simulate").arg(&file).output().unwrap();

@@ -1,5 +1,5 @@
 //! `tephra snapshot`: the live cluster as manifests the simulator replays —
-//! nodes, queues, PodGroups, HyperNodes, priority classes, pending and
+//! nodes, queues, PodGroups, HyperNodes, Reservations, priority classes, pending and
 //! running pods, and the scheduler config — with only the fields scheduling
 //! reads. Environment, commands, volumes other than claims, service
 //! accounts, Secrets and `last-applied-configuration` are left out.
@@ -103,7 +103,8 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
     ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk(group, version, kind), plural)
 }
 
-/// Lists a Volcano kind; a cluster without its CRD has none.
+/// Lists a custom kind (Volcano's, or tephra's Reservation); a cluster
+/// without its CRD has none.
 async fn volcano(client: &Client, r: &ApiResource) -> Result<Vec<Value>> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), r);
     match api.list(&ListParams::default()).await {
@@ -142,6 +143,7 @@ pub async fn take(opts: &Options) -> Result<String> {
         docs.push(keep(&serde_json::to_value(&n)?, "v1", "Node", NODE));
     }
     docs.extend(volcano(&client, &resource("topology.volcano.sh", "v1alpha1", "HyperNode", "hypernodes")).await?);
+    docs.extend(volcano(&client, &resource("tephra.io", "v1alpha1", "Reservation", "reservations")).await?);
     docs.extend(volcano(&client, &resource("scheduling.volcano.sh", "v1beta1", "Queue", "queues")).await?);
     docs.extend(volcano(&client, &resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")).await?);
     let pods: Api<Pod> = Api::all(client.clone());
