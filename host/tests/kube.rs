@@ -351,6 +351,18 @@ spec:
     )
 }
 
+/// The pod's `PodScheduled=False` condition, if it has one.
+fn scheduled_false(c: &Cluster, ns: &str, pod: &str) -> Option<Value> {
+    let p = c.json(&["get", "pod", "-n", ns, pod]);
+    let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
+}
+
+/// Waits (30 s at most) for the pod's `PodScheduled=False` condition.
+fn unschedulable(c: &Cluster, ns: &str, pod: &str) -> Value {
+    wait(c, ns, 30, &format!("{pod} PodScheduled=False"), || scheduled_false(c, ns, pod))
+}
+
 fn now_rfc3339() -> String {
     let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     tephra::manifest::format_time(ms)
@@ -450,20 +462,12 @@ spec:
         });
     }
     // The pod that fits nowhere: PodScheduled=False with the plugin's reason, one event per distinct message.
-    let huge = wait(&c, ns, 30, "huge PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "huge"]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    });
+    let huge = unschedulable(&c, ns, "huge");
     assert_eq!(huge["reason"], "Unschedulable");
     let msg = huge["message"].as_str().unwrap().to_string();
     assert!(msg.contains("nodes are available") || msg.contains("queue") || msg.contains("resource"), "{msg}");
     // A node-level rejection names the plugin that made it.
-    let picky = wait(&c, ns, 30, "picky PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "picky"]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    });
+    let picky = unschedulable(&c, ns, "picky");
     let pm = picky["message"].as_str().unwrap();
     assert!(pm.starts_with("0/2 nodes are available") && pm.contains("(predicates)"), "{pm}");
     assert_eq!(c.placements(ns)["picky"], "");
@@ -581,11 +585,7 @@ spec:
         pod(ns, "plain", "1", None, "")
     ));
     assert_eq!(bound(&c, ns, "plain"), "n1");
-    let cond = wait(&c, ns, 30, "apart PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "apart"]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    });
+    let cond = unschedulable(&c, ns, "apart");
     let field = "persistentvolumeclaim \"data\" not found";
     let msg = cond["message"].as_str().unwrap();
     assert!(msg.contains(field), "{msg}");
@@ -598,11 +598,7 @@ spec:
     wait(&c, ns, 30, "orphan's FailedScheduling event", || {
         c.events(ns, "FailedScheduling").iter().any(|(o, m)| o == "orphan" && *m == why).then_some(())
     });
-    let scheduled = |name: &str| {
-        let p = c.json(&["get", "pod", "-n", ns, name]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    };
+    let scheduled = |name: &str| scheduled_false(&c, ns, name);
     let cond = wait(&c, ns, 30, "orphan PodScheduled=False", || scheduled("orphan"));
     assert_eq!(cond["message"], why.as_str(), "{cond}");
     // A pod whose PodGroup's queue does not exist: the reason names both.
@@ -1909,11 +1905,7 @@ fn queue_reservation_status_and_lock() {
     assert_eq!(status["resource"]["cpu"], "4", "{status}");
     // A pod of another queue that would fit only on n1 waits, with the reason.
     c.apply(&pod(ns, "batch", "3", None, ""));
-    let cond = wait(&c, ns, 30, "batch PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "batch"]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    });
+    let cond = unschedulable(&c, ns, "batch");
     assert!(cond["message"].as_str().unwrap().contains("reserved for queue serving"), "{cond}");
     assert_eq!(c.placements(ns)["batch"], "");
     // No guarantee, no reservation: the status is cleared and batch binds on n1.
@@ -1959,11 +1951,7 @@ fn broken_queue_hierarchy_stops_the_queue_concerned_with_an_event() {
     assert!(message.contains("spec.parent: queue \"nowhere\" does not exist"), "{message}");
     assert!(t.log().contains("Queue b: spec.parent: queue \"nowhere\" does not exist"), "on stderr too: {}", t.log());
     wait(&c, ns, 60, "p in the healthy queue bound", || (c.placements(ns)["p"] == "n1").then_some(()));
-    let cond = wait(&c, ns, 30, "q PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "q"]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    });
+    let cond = unschedulable(&c, ns, "q");
     let why = cond["message"].as_str().unwrap_or_default();
     assert!(why.contains("capacity"), "{cond}");
     assert_eq!(c.placements(ns)["q"], "", "nothing is scheduled in a queue cut off from the hierarchy");
@@ -2520,11 +2508,7 @@ fn advance_reservation_status_and_maintenance_window() {
     c.apply(&pod(ns, "p", "3", None, ""));
     wait(&c, ns, 30, "p bound to n2", || (c.placements(ns)["p"] == "n2").then_some(()));
     c.apply(&pod(ns, "q", "3", None, ""));
-    let cond = wait(&c, ns, 30, "q PodScheduled=False", || {
-        let p = c.json(&["get", "pod", "-n", ns, "q"]);
-        let conds = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conds.into_iter().find(|x| x["type"] == "PodScheduled" && x["status"] == "False")
-    });
+    let cond = unschedulable(&c, ns, "q");
     assert!(cond["message"].as_str().unwrap().contains("maintenance window of reservation maint"), "{cond}");
     assert_eq!(c.placements(ns)["q"], "");
     c.kubectl(&["delete", "reservation", "maint"]);
