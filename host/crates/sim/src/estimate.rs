@@ -2,9 +2,8 @@
 //! run forward from a cluster's state with every pod running exactly as
 //! long as its job's time limit (or its estimate) allows and nothing new
 //! arriving. Pods with neither run on forever, so jobs waiting behind them
-//! get no estimate. With limits enforced, a job starts no later than
-//! estimated unless others arrive ahead of it (or pods end late without a
-//! limit).
+//! get no estimate. The answer is exact when every pod runs to its limit
+//! and nothing arrives; jobs that end early change it, mostly to earlier.
 
 use crate::simulate::{Options, Simulation};
 use std::collections::{BTreeMap, HashMap};
