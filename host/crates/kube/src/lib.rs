@@ -401,9 +401,7 @@ impl Driver for Kube {
             tracing::warn!("usage of Queue {queue}: {e}");
             return;
         }
-        if let Some(q) = cluster.queues.iter_mut().find(|q| q.name == queue) {
-            q.annotations.insert(tephra_scheduler::usage::USAGE.into(), value);
-        }
+        tephra_scheduler::usage::annotate(cluster, queue, value);
     }
 
     fn adopt(&mut self, now_ms: i64) -> Option<tephra_session::reservation::Reservations> {

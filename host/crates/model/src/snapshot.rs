@@ -455,18 +455,10 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         snap.task_priority_class.push(strings.id(p.priority_class.as_deref().unwrap_or("")));
         snap.task_created_ms.push(p.created);
         snap.task_started_ms.push(p.started.unwrap_or(0));
-        // Without an estimate of its own, a task is expected to run no longer
-        // than its limits: this is how plugins see time limits.
+        // A task is expected to run no longer than its limits: this is how
+        // plugins see time limits.
         let limit = Some(extra.job_limit_ms[j as usize]).filter(|&l| l > 0);
-        let bound = match (limit, p.active_deadline_ms) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let estimate = match (p.estimated_ms, bound) {
-            (Some(e), Some(b)) => Some(e.min(b)),
-            (e, b) => e.or(b),
-        };
-        snap.task_estimated_ms.push(estimate.unwrap_or(0));
+        snap.task_estimated_ms.push(crate::timelimit::expected_run_ms(p, limit).unwrap_or(0));
         for (k, v) in &p.node_selector {
             snap.task_node_selector.push(Label { owner: t, key: strings.id(k), value: strings.id(v) });
         }

@@ -4,8 +4,8 @@
 //! queue's to say. A pod's `spec.activeDeadlineSeconds` is Kubernetes' own
 //! limit and always ends the pod, as the kubelet does.
 
-use crate::cluster::{PodGroup, Queue};
-use std::collections::BTreeMap;
+use crate::cluster::{Cluster, Pod, PodGroup, Queue};
+use std::collections::{BTreeMap, HashMap};
 
 /// A job's maximum run time (PodGroup or Volcano Job annotation).
 pub const TIME_LIMIT: &str = "tephra.io/time-limit";
@@ -69,6 +69,25 @@ pub fn job_limit_ms(g: &PodGroup, q: Option<&Queue>) -> Option<i64> {
         (None, Some(m)) => Some(m),
         (o, None) => o,
     }
+}
+
+/// Per PodGroup (namespace, name) with a limit: the limit in ms and what
+/// its queue does past it.
+pub fn job_limits(c: &Cluster) -> HashMap<(String, String), (i64, Overrun)> {
+    let queues: HashMap<&str, &Queue> = c.queues.iter().map(|q| (q.name.as_str(), q)).collect();
+    c.podgroups
+        .iter()
+        .filter_map(|g| {
+            let q = queues.get(g.queue.as_str()).copied();
+            Some(((g.namespace.clone(), g.name.clone()), (job_limit_ms(g, q)?, overrun(q))))
+        })
+        .collect()
+}
+
+/// How long a pod is expected to run at most, in ms: the shortest of its
+/// estimate annotation, its job's limit and its activeDeadlineSeconds.
+pub fn expected_run_ms(p: &Pod, job_limit_ms: Option<i64>) -> Option<i64> {
+    [p.estimated_ms, job_limit_ms, p.active_deadline_ms].into_iter().flatten().min()
 }
 
 /// A limit as Go writes durations (`2h`, `1h30m`, `90s` as `1m30s`).

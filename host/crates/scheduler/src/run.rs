@@ -75,9 +75,7 @@ pub trait Driver {
     /// Persists a queue's decayed usage (the [`crate::usage::USAGE`]
     /// annotation); the simulator keeps it on the cluster's Queue.
     fn record_usage(&mut self, cluster: &mut Cluster, queue: &str, value: String) {
-        if let Some(q) = cluster.queues.iter_mut().find(|q| q.name == queue) {
-            q.annotations.insert(crate::usage::USAGE.into(), value);
-        }
+        crate::usage::annotate(cluster, queue, value);
     }
 }
 

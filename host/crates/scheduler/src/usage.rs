@@ -53,6 +53,13 @@ fn parse(v: &str) -> Option<i64> {
     .filter(|&ms| ms > 0)
 }
 
+/// Sets a queue's usage annotation on the cluster's copy of the Queue.
+pub fn annotate(cluster: &mut Cluster, queue: &str, value: String) {
+    if let Some(q) = cluster.queues.iter_mut().find(|q| q.name == queue) {
+        q.annotations.insert(USAGE.into(), value);
+    }
+}
+
 impl Usage {
     /// Reads the annotation; `None` when it does not parse (the queue starts
     /// from nothing, with a warning from the caller).

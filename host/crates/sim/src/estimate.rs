@@ -7,7 +7,7 @@
 
 use crate::simulate::{Options, Simulation};
 use std::collections::{BTreeMap, HashMap};
-use tephra_model::cluster::{Cluster, Phase, Pod, PodPhase, Queue};
+use tephra_model::cluster::{Cluster, Phase, Pod, PodPhase};
 use tephra_model::manifest::DURATION;
 use tephra_model::timelimit;
 use tephra_scheduler::Scheduler;
@@ -89,18 +89,10 @@ pub fn waiting_jobs(c: &Cluster) -> Vec<String> {
 /// limit (or activeDeadlineSeconds, or estimate) when running, the whole
 /// when waiting; none when it has none of them.
 fn run_to_limits(c: &mut Cluster, now: f64) {
-    let queues: HashMap<&str, &Queue> = c.queues.iter().map(|q| (q.name.as_str(), q)).collect();
-    let limits: HashMap<(String, String), i64> = c
-        .podgroups
-        .iter()
-        .filter_map(|g| {
-            let ms = timelimit::job_limit_ms(g, queues.get(g.queue.as_str()).copied())?;
-            Some(((g.namespace.clone(), g.name.clone()), ms))
-        })
-        .collect();
+    let limits = timelimit::job_limits(c);
     let bound = |p: &Pod| -> Option<i64> {
-        let job = p.group.as_ref().and_then(|g| limits.get(&(p.namespace.clone(), g.clone()))).copied();
-        [job, p.active_deadline_ms, p.estimated_ms].into_iter().flatten().min()
+        let job = p.group.as_ref().and_then(|g| limits.get(&(p.namespace.clone(), g.clone()))).map(|l| l.0);
+        timelimit::expected_run_ms(p, job)
     };
     for p in c.pods.iter_mut() {
         set_duration(p, bound(p));

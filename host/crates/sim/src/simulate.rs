@@ -644,20 +644,10 @@ fn time_limits(c: &Cluster) -> Option<Limits> {
     if !any {
         return None;
     }
-    let queues: HashMap<&str, &Queue> = c.queues.iter().map(|q| (q.name.as_str(), q)).collect();
-    let mut out = Limits::new();
-    for g in c.podgroups.iter() {
-        let q = queues.get(g.queue.as_str()).copied();
-        // An unprotected job runs on; the scheduler evicts it where it was
-        // let in ahead of a reservation.
-        if timelimit::overrun(q) != Overrun::Evict {
-            continue;
-        }
-        if let Some(ms) = timelimit::job_limit_ms(g, q) {
-            out.insert((g.namespace.clone(), g.name.clone()), ms as f64 / 1000.0);
-        }
-    }
-    Some(out)
+    // An unprotected job runs on; the scheduler evicts it where it was let
+    // in ahead of a reservation.
+    let evicted = timelimit::job_limits(c).into_iter().filter(|(_, (_, o))| *o == Overrun::Evict);
+    Some(evicted.map(|(job, (ms, _))| (job, ms as f64 / 1000.0)).collect())
 }
 
 /// A running pod's limit in seconds and what sets it: its own
