@@ -66,26 +66,38 @@ impl Estimator {
     /// What differs from what was written: new or moved estimates, and
     /// removals for jobs no longer waiting or without one.
     fn changes(&mut self, found: Starts) -> Starts {
-        let mut out = Vec::new();
-        let mut now: BTreeMap<String, String> = BTreeMap::new();
-        for (job, at) in found {
-            match at {
-                Some(at) => {
-                    if self.written.get(&job) != Some(&at) {
-                        out.push((job.clone(), Some(at.clone())));
-                    }
-                    now.insert(job, at);
-                }
-                None if self.written.contains_key(&job) => out.push((job, None)),
-                None => {}
-            }
-        }
-        for job in self.written.keys().filter(|j| !now.contains_key(*j)) {
-            if !out.iter().any(|(j, _)| j == job) {
-                out.push((job.clone(), None));
-            }
-        }
+        let now: BTreeMap<String, String> = found.into_iter().filter_map(|(job, at)| Some((job, at?))).collect();
+        let mut out: Starts = now
+            .iter()
+            .filter(|(job, at)| self.written.get(*job) != Some(*at))
+            .map(|(job, at)| (job.clone(), Some(at.clone())))
+            .collect();
+        out.extend(self.written.keys().filter(|job| !now.contains_key(*job)).map(|job| (job.clone(), None)));
         self.written = now;
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_new_moved_and_gone_estimates_are_written() {
+        let mut e = Estimator::new(Duration::ZERO);
+        let s = |v: &[(&str, Option<&str>)]| -> Starts {
+            v.iter().map(|(j, at)| (j.to_string(), at.map(str::to_string))).collect()
+        };
+        assert_eq!(
+            e.changes(s(&[("a", Some("t1")), ("b", Some("t2")), ("c", None)])),
+            s(&[("a", Some("t1")), ("b", Some("t2"))])
+        );
+        // a unchanged, b moved, c has none still, d new.
+        assert_eq!(
+            e.changes(s(&[("a", Some("t1")), ("b", Some("t3")), ("d", Some("t4"))])),
+            s(&[("b", Some("t3")), ("d", Some("t4"))])
+        );
+        // b no longer has one, d is no longer waiting: both removed.
+        assert_eq!(e.changes(s(&[("a", Some("t1")), ("b", None)])), s(&[("b", None), ("d", None)]));
     }
 }
