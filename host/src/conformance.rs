@@ -552,6 +552,7 @@ fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
             let mut sched = Scheduler::new(config.clone(), lib);
             let out = sched.cycle(&cluster, &overrides, 0);
             session_checks(&out, &expect, &mut diffs);
+            diffs.extend(topology_violations(&cluster, &session_binds(&out)));
             if expect.get("eventually").is_some() {
                 // Doc scenarios also state where a whole scheduler settles
                 // afterwards: continue from the session's result with
@@ -574,10 +575,10 @@ fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
     Ok(diffs)
 }
 
-fn session_checks(out: &Outcome, expect: &Value, diffs: &mut Vec<String>) {
+/// The session's binds, pod key → node.
+fn session_binds(out: &Outcome) -> BTreeMap<String, String> {
     let names = &out.names;
-    let binds: BTreeMap<String, String> = out
-        .decisions
+    out.decisions
         .iter()
         .filter_map(|d| match d {
             crate::session::Decision::Bind { task, node } => {
@@ -585,7 +586,77 @@ fn session_checks(out: &Outcome, expect: &Value, diffs: &mut Vec<String>) {
             }
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Where every gang with a hard network-topology limit landed, checked on
+/// every scenario whatever it expects: the nodes its pods hold (bound
+/// before, plus `binds`) must share one HyperNode no higher than its
+/// allowed tier, and each partition with a limit of its own likewise. The
+/// tree is the scenario's HyperNodes over its nodes; the cluster counts as
+/// one tier above the highest.
+fn topology_violations(cluster: &Cluster, binds: &BTreeMap<String, String>) -> Vec<String> {
+    use crate::topology::Tree;
+    if !cluster.podgroups.iter().any(|g| g.network_topology.is_some() || !g.subgroups.is_empty()) {
+        return Vec::new();
+    }
+    let nodes: Vec<&Node> = cluster.nodes.iter().collect();
+    let hypernodes: Vec<_> = cluster.hypernodes.values().cloned().collect();
+    let Ok(tree) = Tree::build(&hypernodes, &nodes) else { return Vec::new() };
+    let node_id: BTreeMap<&str, u32> = nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i as u32)).collect();
+    // The tier of the lowest HyperNode holding all of `held`.
+    let lowest_common = |held: &[u32]| -> (u32, String) {
+        let mut h = held.first().map_or(0, |&n| tree.node_leaf[n as usize]);
+        while h != 0 && !held.iter().all(|n| tree.nodes[h as usize].binary_search(n).is_ok()) {
+            h = tree.parents[h as usize];
+        }
+        (tree.tiers[h as usize], tree.names[h as usize].clone())
+    };
+    let mut out = Vec::new();
+    for g in cluster.podgroups.iter() {
+        // (pod, node id, labels) of the group's pods holding a node after the session.
+        let held: Vec<(String, u32, &BTreeMap<String, String>)> = cluster
+            .pods
+            .iter()
+            .filter(|p| p.namespace == g.namespace && p.group.as_deref() == Some(g.name.as_str()) && !p.deleting)
+            .filter(|p| !matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed))
+            .filter_map(|p| {
+                let key = p.key();
+                let node = binds.get(&key).or(p.node.as_ref())?;
+                Some((key, *node_id.get(node.as_str())?, &p.labels))
+            })
+            .collect();
+        let mut check = |what: String, limit: Option<&crate::topology::NetworkTopology>, ids: Vec<u32>| {
+            let Some(tier) = limit.filter(|l| !l.soft).and_then(|l| tree.highest_tier(l, None)) else { return };
+            if ids.len() < 2 {
+                return;
+            }
+            let (got, name) = lowest_common(&ids);
+            if got > tier {
+                out.push(format!(
+                    "topology: {what} spans HyperNode {name} (tier {got}), above its allowed tier {tier}"
+                ));
+            }
+        };
+        check(format!("job {}", g.key()), g.network_topology.as_ref(), held.iter().map(|h| h.1).collect());
+        for sg in &g.subgroups {
+            let mut parts: BTreeMap<Vec<String>, Vec<u32>> = BTreeMap::new();
+            for (_, node, labels) in &held {
+                if let Some(k) = sg.key_of(labels) {
+                    parts.entry(k).or_default().push(*node);
+                }
+            }
+            for (k, ids) in parts {
+                check(format!("job {} partition {} {k:?}", g.key(), sg.name), sg.topology.as_ref(), ids);
+            }
+        }
+    }
+    out
+}
+
+fn session_checks(out: &Outcome, expect: &Value, diffs: &mut Vec<String>) {
+    let names = &out.names;
+    let binds = session_binds(out);
     let evicted: Vec<String> = out
         .decisions
         .iter()
@@ -790,6 +861,7 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
         let at = format!("cycle {} (sessions[{i}])", r.cycle);
         let Some(want) = c.get("expect") else { continue };
         let binds: BTreeMap<String, String> = r.binds.iter().cloned().collect();
+        diffs.extend(topology_violations(&sim.cluster, &BTreeMap::new()).into_iter().map(|d| format!("{at}: {d}")));
         if let Some(w) = want.get("binds") {
             let w = smap(Some(w));
             if w != binds {

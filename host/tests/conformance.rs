@@ -1,5 +1,6 @@
-//! The conformance suites: Volcano's scenarios (when `../shared` is beside
-//! the repository) and tephra's own under `tests/scenarios`.
+//! The conformance suites: Volcano's scenarios (from `../shared` beside the
+//! repository; ignored by a plain `cargo test`) and tephra's own under
+//! `tests/scenarios`.
 
 use std::path::{Path, PathBuf};
 use tephra::conformance::{run_file, run_scenario, Verdict};
@@ -92,14 +93,21 @@ const MUST_PASS: [&str; 73] = [
     "e2e-preempt-only-same-queue",
 ];
 
+/// How many cases `volcano-scenarios.yaml` holds: `./dev test` names this
+/// number when the file is absent and the cases cannot run.
+const VOLCANO_CASES: usize = 74;
+
+/// Volcano's transcribed cases, from `../shared/conformance` beside the
+/// repository. Ignored by a plain `cargo test`; `./dev test` runs it
+/// wherever the file is, and says in its last lines that it did not run
+/// where it is absent (and fails then under `CI=true`).
 #[test]
+#[ignore = "needs ../shared/conformance/volcano-scenarios.yaml beside the repository (./dev test runs it there)"]
 fn volcano_scenarios() {
     let path = repo().join("../shared/conformance/volcano-scenarios.yaml");
-    if !path.exists() {
-        eprintln!("{} is not present; Volcano's scenarios are not run", path.display());
-        return;
-    }
+    assert!(path.exists(), "{} is absent: put the shared folder beside the repository", path.display());
     let results = run_file(&path, &library()).unwrap();
+    assert_eq!(results.len(), VOLCANO_CASES, "the shared file's case count changed: update VOLCANO_CASES");
     let failed: Vec<String> = results
         .iter()
         .filter_map(|o| match &o.verdict {

@@ -6,28 +6,21 @@
 //! that do not run here: bound pods are marked Running, terminating pods are
 //! deleted, evicted pods are recreated.
 //!
-//! `TEPHRA_K8S_SKIP=1` skips them with a loud message; otherwise a missing
-//! kube-apiserver is a failure (run `tests/k8s/env.sh install`).
+//! A missing kube-apiserver is a failure (run `tests/k8s/env.sh install`):
+//! nothing here passes by skipping.
 
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tephra::wasm::builtin::FIXTURES_DIR;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn skip() -> bool {
-    if std::env::var("TEPHRA_K8S_SKIP").is_ok_and(|v| v == "1") {
-        eprintln!("\n!!!!! SKIPPED: Kubernetes tests (TEPHRA_K8S_SKIP=1); nothing against the API server ran !!!!!\n");
-        return true;
-    }
-    false
 }
 
 /// A real etcd + kube-apiserver, stopped on drop.
@@ -37,7 +30,6 @@ struct Cluster {
     /// The same, impersonating the tephra ServiceAccount.
     sa_kubeconfig: PathBuf,
     kubectl: PathBuf,
-    keep: bool,
 }
 
 fn env_sh() -> PathBuf {
@@ -53,10 +45,24 @@ fn bindir() -> PathBuf {
 
 impl Cluster {
     fn start(name: &str) -> Cluster {
+        Cluster::start_env(name, &[])
+    }
+
+    /// With these settings for env.sh (`TEPHRA_K8S_AUDIT=1`, …).
+    fn start_env(name: &str, env: &[(&str, &str)]) -> Cluster {
         let dir = std::env::temp_dir().join(format!("tephra-kube-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let out = Command::new(env_sh()).arg("start").arg(&dir).stderr(Stdio::inherit()).output().unwrap();
+        // The watchdog env.sh starts stops everything and removes `dir`
+        // when this process ends, even by a SIGKILL that runs no Drop.
+        let out = Command::new(env_sh())
+            .arg("start")
+            .arg(&dir)
+            .env("TEPHRA_K8S_OWNER", std::process::id().to_string())
+            .envs(env.iter().copied())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
         assert!(out.status.success(), "env.sh start failed (run tests/k8s/env.sh install first)");
         let kubeconfig = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
         let kubectl = bindir().join("kubectl");
@@ -66,7 +72,7 @@ impl Cluster {
         assert_ne!(sa, text, "kubeconfig layout changed");
         let sa_kubeconfig = dir.join("kubeconfig-sa");
         std::fs::write(&sa_kubeconfig, sa).unwrap();
-        let c = Cluster { dir, kubeconfig, sa_kubeconfig, kubectl, keep: false };
+        let c = Cluster { dir, kubeconfig, sa_kubeconfig, kubectl };
         for f in ["00-namespace.yaml", "10-crds.yaml", "20-rbac.yaml"] {
             c.kubectl(&["apply", "-f", repo().join("deploy").join(f).to_str().unwrap()]);
         }
@@ -190,11 +196,18 @@ impl Cluster {
 }
 
 impl Drop for Cluster {
+    /// Stops every process using the cluster's directory (etcd,
+    /// kube-apiserver, and any tephra, registry or kube-scheduler started
+    /// with files there) and removes it, passed or failed; with
+    /// `TEPHRA_K8S_KEEP=1` the directory (its logs) stays.
     fn drop(&mut self) {
         let _ = Command::new(env_sh()).arg("stop").arg(&self.dir).status();
-        if std::thread::panicking() || self.keep || std::env::var("TEPHRA_K8S_KEEP").is_ok_and(|v| v == "1") {
+        if std::env::var("TEPHRA_K8S_KEEP").is_ok_and(|v| v == "1") {
             eprintln!("kept {} (logs)", self.dir.display());
         } else {
+            if std::thread::panicking() {
+                eprintln!("removing {} (TEPHRA_K8S_KEEP=1 keeps it, with its logs)", self.dir.display());
+            }
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
@@ -389,9 +402,6 @@ fn cpu_per_node(c: &Cluster, ns: &str) -> BTreeMap<String, u64> {
 /// pod of another scheduler taking room. Checks binds, statuses and events.
 #[test]
 fn bind_flow_status_and_events() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("bind");
     c.node("n1", "4");
     c.node("n2", "4");
@@ -510,6 +520,25 @@ spec:
     assert_eq!(t.metric("tephra_leader"), Some(1.0));
     assert_eq!(t.metric("tephra_api_binds_total"), Some(3.0));
     assert_eq!(t.metric("tephra_api_bind_failures_total"), Some(0.0));
+    // Volcano's metric names, labels and units, as its dashboards read them.
+    let metrics = t.admin_get("/metrics");
+    for want in [
+        "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram",
+        "volcano_action_scheduling_latency_milliseconds_count{action=\"allocate\"}",
+        "volcano_plugin_scheduling_latency_milliseconds_count{OnSession=\"OnSessionOpen\",plugin=\"gang\"}",
+        "volcano_open_session_duration_milliseconds_count",
+        "volcano_queue_allocated_milli_cpu{queue_name=\"research\"} 2000",
+        "volcano_queue_allocated_memory_bytes{queue_name=\"research\"} 2147483648",
+        "volcano_queue_weight{queue_name=\"research\"} 2",
+        "# TYPE volcano_total_preemption_attempts counter",
+    ] {
+        assert!(metrics.contains(want), "missing {want} in:\n{metrics}");
+    }
+    let value = |name: &str| metrics.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok());
+    // train, plain (and the other scheduler's pod is not ours): two jobs placed.
+    assert_eq!(value("volcano_e2e_job_scheduling_latency_milliseconds_count "), Some(2.0), "{metrics}");
+    // huge and picky wait.
+    assert_eq!(value("volcano_unschedule_job_count "), Some(2.0), "{metrics}");
     t.assert_alive();
     assert!(t.terminate(), "clean exit on SIGTERM");
     assert!(!t.log().contains("panicked"), "{}", t.log());
@@ -519,9 +548,6 @@ spec:
 /// until then, then all three are.
 #[test]
 fn gang_all_or_nothing() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("gang");
     c.node("n1", "4");
     let ns = "t-gang";
@@ -565,9 +591,6 @@ fn gang_all_or_nothing() {
 /// PodGroup, or whose PodGroup's queue, does not exist wait with that said.
 #[test]
 fn unevaluated_rules_wait_with_a_named_reason() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("unevaluated");
     c.node("n1", "4");
     let ns = "t-uneval";
@@ -779,9 +802,6 @@ fn rule_violations(ns: &str, placed: &BTreeMap<String, String>, zones: &BTreeMap
 /// naming the taint.
 #[test]
 fn placement_rules_agree_with_kube_scheduler() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("differential");
     let zones: BTreeMap<&str, &str> =
         [("n1", "a"), ("n2", "a"), ("n3", "b"), ("n4", "b"), ("n5", "c"), ("n6", "c")].into();
@@ -852,9 +872,6 @@ fn bound(c: &Cluster, ns: &str, name: &str) -> String {
 /// refused while the running version keeps scheduling; no cycle fails.
 #[test]
 fn hot_swap_in_a_running_scheduler() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("swap");
     c.node("rack-a", "8");
     c.node("rack-b", "8");
@@ -908,9 +925,6 @@ fn hot_swap_in_a_running_scheduler() {
 /// decision diffs are read from /metrics.
 #[test]
 fn shadow_diffs_in_metrics() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("shadow");
     c.node("rack-a", "8");
     c.node("rack-b", "8");
@@ -956,9 +970,6 @@ fn shadow_diffs_in_metrics() {
 /// anything. An operator bound to `tephra-plugin-admin` promotes.
 #[test]
 fn admin_changes_need_a_kubernetes_user_rbac_allows() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("admin-auth");
     c.node("rack-a", "8");
     c.node("rack-b", "8");
@@ -1117,9 +1128,6 @@ fn plugin_phase(c: &Cluster, name: &str, want: &str) -> Value {
 /// scheduling.
 #[test]
 fn plugin_objects_roll_out_from_a_registry() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("rollout");
     c.node("rack-a", "64");
     c.node("rack-b", "64");
@@ -1248,9 +1256,6 @@ fn plugin_objects_roll_out_from_a_registry() {
 /// so), one naming a `kubernetes.io/dockerconfigjson` Secret goes live.
 #[test]
 fn plugin_object_pulls_with_a_pull_secret() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("pull-secret");
     c.node("rack-a", "64");
     c.node("rack-b", "64");
@@ -1299,9 +1304,6 @@ fn plugin_object_pulls_with_a_pull_secret() {
 /// with it, compiled.
 #[test]
 fn followers_stay_warm_and_follow_the_leaders_promotion() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("warm");
     c.node("rack-a", "64");
     c.node("rack-b", "64");
@@ -1351,9 +1353,6 @@ fn followers_stay_warm_and_follow_the_leaders_promotion() {
 /// never promoted by the rule, however alike its decisions.
 #[test]
 fn a_faulting_shadow_is_not_promoted() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("shadow-faults");
     c.node("rack-a", "64");
     c.node("rack-b", "64");
@@ -1386,9 +1385,6 @@ fn a_faulting_shadow_is_not_promoted() {
 /// and the version before it schedules again.
 #[test]
 fn plugin_object_rolls_back_a_faulting_version() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("rollback");
     c.node("rack-a", "64");
     c.node("rack-b", "64");
@@ -1440,9 +1436,6 @@ fn reclaim_config(c: &Cluster) -> PathBuf {
 /// controller recreates it, it waits.
 #[test]
 fn reclaim_evicts_and_restarts() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("reclaim");
     c.node("n1", "4");
     let ns = "t-reclaim";
@@ -1505,9 +1498,6 @@ fn reclaim_evicts_and_restarts() {
 /// DisruptionTarget; `--evict-mode delete` (Volcano's way) ignores the budget.
 #[test]
 fn eviction_respects_pdb_unless_delete_mode() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("pdb");
     c.node("n1", "4");
     let ns = "t-pdb";
@@ -1565,9 +1555,6 @@ fn eviction_respects_pdb_unless_delete_mode() {
 /// every pod exactly once, and keeps running.
 #[test]
 fn apiserver_restart_no_double_bind() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("restart");
     c.node("n1", "16");
     c.node("n2", "16");
@@ -1609,9 +1596,6 @@ fn apiserver_restart_no_double_bind() {
 /// gets a 409, resyncs the pod and moves on. Every pod is bound exactly once.
 #[test]
 fn racing_schedulers_never_double_bind() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("race");
     c.node("n1", "64");
     let ns = "t-race";
@@ -1674,9 +1658,6 @@ fn reservation_config(c: &Cluster, extra: &str) -> PathBuf {
 
 #[test]
 fn leader_failover() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("leader");
     c.node("n1", "32");
     let ns = "t-leader";
@@ -1735,9 +1716,6 @@ fn leader_failover() {
 /// grants what tephra needs and not more.
 #[test]
 fn deploy_manifests_validate() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("deploy");
     let deploy = repo().join("deploy");
     let out = c.kubectl(&["apply", "--dry-run=server", "-f", deploy.to_str().unwrap()]);
@@ -1786,9 +1764,6 @@ fn deploy_manifests_validate() {
 /// pod; promote needs a user the rendered tephra-plugin-admin role allows.
 #[test]
 fn helm_chart_renders_the_manifests_applies_and_schedules() {
-    if skip() {
-        return;
-    }
     let helm = bindir().join("helm");
     let c = Cluster::start("chart");
     let rendered = c.dir.join("rendered");
@@ -1884,9 +1859,6 @@ fn helm_chart_renders_the_manifests_applies_and_schedules() {
 /// removing the guarantee clears the status.
 #[test]
 fn queue_reservation_status_and_lock() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("reserve");
     c.node("n1", "4");
     c.node("n2", "2");
@@ -1924,9 +1896,6 @@ fn queue_reservation_status_and_lock() {
 /// naming the problem, and its waiting pods a reason.
 #[test]
 fn broken_queue_hierarchy_stops_the_queue_concerned_with_an_event() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("hierarchy");
     c.node("n1", "4");
     let ns = "t-hierarchy";
@@ -1967,9 +1936,6 @@ fn broken_queue_hierarchy_stops_the_queue_concerned_with_an_event() {
 /// schema without them (as Volcano's own), which prunes the spec fields.
 #[test]
 fn queue_guarantee_percentage_through_the_api() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("percentage");
     c.node("n1", "4");
     c.node("n2", "4");
@@ -2022,9 +1988,6 @@ fn queue_guarantee_percentage_through_the_api() {
 /// here would pick the other node, where the queue's own pod runs).
 #[test]
 fn reservations_survive_leader_failover() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("adopt");
     c.node("n1", "4");
     c.node("n2", "4");
@@ -2081,9 +2044,6 @@ fn kill_the_leader(c: &Cluster, ns: &str, a: Tephra, b: Tephra) -> (Tephra, Teph
 /// election would win a fresh one; the adopted target keeps its slot.
 #[test]
 fn big_job_targets_survive_leader_failover() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("adopt-target");
     for n in ["n1", "n2", "n3"] {
         c.node(n, "4");
@@ -2150,9 +2110,6 @@ fn big_job_targets_survive_leader_failover() {
 /// other on the announcement Lease and says so loudly; one alone does not.
 #[test]
 fn a_second_unelected_replica_is_reported() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("twins");
     c.node("n1", "4");
     let args = ["--leader-elect-resource-namespace", "tephra-system", "--leader-elect-retry-period", "500ms"];
@@ -2175,16 +2132,22 @@ fn a_second_unelected_replica_is_reported() {
     assert!(a.terminate() && b.terminate());
 }
 
-/// One chaos run's counts.
+/// One chaos run's counts, all from the API server's own records.
 struct ChaosRow {
     case: &'static str,
     pods: usize,
-    /// Pods bound when the disruption began (by the binding replica's log).
+    /// Pods bound when the disruption began.
     bound_before: usize,
-    /// Successful binds beyond one per pod, and binds attempted for a pod
-    /// already bound (the API's 409 `it is bound to`).
+    /// Binds of a pod to a second node, from the audit log (a binding
+    /// request naming a node other than the one the pod holds, answered or
+    /// refused) and the watch (a pod whose `spec.nodeName` changed once set),
+    /// plus any pod bound more than once.
     double_binds: usize,
-    /// Pods still unbound when the run gave up (3 minutes after recovery began).
+    /// Binding requests refused because the pod was already bound to the
+    /// very node asked for (a bind retried after the API applied it without
+    /// answering): not double binds, shown for what they are.
+    retried: usize,
+    /// Pods never bound (3 minutes after recovery began), or deleted.
     lost: usize,
     /// From the API server's return (or the leader's death) to the last pod bound.
     recovery_s: f64,
@@ -2196,31 +2159,158 @@ fn wave(ns: &str, n: usize) -> String {
     (0..n).map(|i| pod(ns, &format!("w{i}"), "100m", None, "").replace("memory: 1Gi", "memory: 16Mi")).collect()
 }
 
+/// What a watch on the pods of a namespace saw, resumed across API outages.
+#[derive(Default)]
+struct PodWatch {
+    /// Each pod's node, the first time it had one.
+    node: BTreeMap<String, String>,
+    /// (pod, node before, node after) for every change of a set nodeName.
+    moved: Vec<(String, String, String)>,
+    deleted: BTreeSet<String>,
+}
+
+impl PodWatch {
+    fn see(&mut self, kind: &str, pod: &Value) {
+        let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+        if kind == "DELETED" {
+            self.deleted.insert(name.clone());
+        }
+        if let Some(n) = pod["spec"]["nodeName"].as_str() {
+            match self.node.get(&name) {
+                Some(before) if before != n => self.moved.push((name, before.clone(), n.to_string())),
+                Some(_) => {}
+                None => {
+                    self.node.insert(name, n.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// Watches the pods of `ns` from `rv` until `stop`, listing again after a
+/// watch ends (an API server restart) and resuming from there.
+fn watch_pods(c: &Cluster, ns: &str, mut rv: String, seen: &std::sync::Mutex<PodWatch>, stop: &AtomicBool) {
+    use std::io::BufRead;
+    while !stop.load(Ordering::Relaxed) {
+        let path = format!("/api/v1/namespaces/{ns}/pods?watch=true&resourceVersion={rv}&timeoutSeconds=30");
+        let child = Command::new(&c.kubectl)
+            .arg("--kubeconfig")
+            .arg(&c.kubeconfig)
+            .args(["get", "--raw", &path])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(mut child) = child else { continue };
+        let mut expired = false;
+        for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok) {
+            let Ok(ev) = serde_json::from_str::<Value>(&line) else { continue };
+            let kind = ev["type"].as_str().unwrap_or("");
+            if kind == "ERROR" {
+                expired = true;
+                break;
+            }
+            if let Some(v) = ev["object"]["metadata"]["resourceVersion"].as_str() {
+                rv = v.to_string();
+            }
+            seen.lock().unwrap().see(kind, &ev["object"]);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if expired || rv.is_empty() {
+            // Too old to resume: list, and go on from the list's version.
+            if let Ok(text) = c.try_kubectl(&["get", "--raw", &format!("/api/v1/namespaces/{ns}/pods")], None) {
+                let list: Value = serde_json::from_str(&text).unwrap_or_default();
+                let mut w = seen.lock().unwrap();
+                for p in list["items"].as_array().into_iter().flatten() {
+                    w.see("LISTED", p);
+                }
+                rv = list["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Per pod of `ns`, the binding requests the API server's audit log holds:
+/// (node asked for, HTTP code answered).
+fn audited_binds(c: &Cluster, ns: &str) -> BTreeMap<String, Vec<(String, u64)>> {
+    let text = std::fs::read_to_string(c.dir.join("audit.log")).expect("audit.log (TEPHRA_K8S_AUDIT=1)");
+    let mut out: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    for e in text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+        let o = &e["objectRef"];
+        if e["stage"] != "ResponseComplete" || o["subresource"] != "binding" || o["namespace"] != ns {
+            continue;
+        }
+        let pod = o["name"].as_str().unwrap_or("").to_string();
+        let node = e["requestObject"]["target"]["name"].as_str().unwrap_or("").to_string();
+        out.entry(pod).or_default().push((node, e["responseStatus"]["code"].as_u64().unwrap_or(0)));
+    }
+    out
+}
+
 fn chaos_case(case: &'static str, pods: usize) -> ChaosRow {
-    let mut c = Cluster::start(&format!("chaos-{}", case.split_whitespace().next().unwrap_or("x")));
+    let c = Cluster::start_env(
+        &format!("chaos-{}", case.split_whitespace().next().unwrap_or("x")),
+        &[("TEPHRA_K8S_AUDIT", "1")],
+    );
     for i in 0..pods / 100 + 1 {
         c.node(&format!("n{i}"), "64");
     }
     let ns = "t-chaos";
     namespace(&c, ns);
+    // The watch starts before the wave, from the empty namespace's version.
+    let list = c.json(&["get", "pods", "-n", ns]);
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string();
+    let seen = std::sync::Mutex::new(PodWatch::default());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| watch_pods(&c, ns, rv, &seen, &stop));
+        let row = chaos_wave(&c, ns, case, pods);
+        stop.store(true, Ordering::Relaxed);
+        let w = seen.lock().unwrap();
+        let audit = audited_binds(&c, ns);
+        let last = c.placements(ns);
+        let (mut double, mut retried) = (w.moved.len(), 0);
+        for (pod, asks) in &audit {
+            let held = last.get(pod).filter(|n| !n.is_empty());
+            double += asks.iter().filter(|(_, code)| *code < 300).count().saturating_sub(1);
+            for (node, code) in asks.iter().filter(|(_, code)| *code >= 300) {
+                match held {
+                    Some(h) if h == node && *code == 409 => retried += 1,
+                    Some(_) if *code == 409 => double += 1,
+                    _ => {}
+                }
+            }
+            // An applied bind to a node the pod does not hold.
+            double += asks.iter().filter(|(n, code)| *code < 300 && held.is_some_and(|h| h != n)).count();
+        }
+        let bound = last.values().filter(|n| !n.is_empty()).count();
+        let lost = (pods - bound.min(pods)) + w.deleted.len();
+        ChaosRow { double_binds: double, retried, lost, ..row }
+    })
+}
+
+/// The wave and its disruption; counts are filled in by the caller.
+fn chaos_wave(c: &Cluster, ns: &str, case: &'static str, pods: usize) -> ChaosRow {
     // Eight kubectl at once: each is throttled on its own (about 5 creates a second).
     let all = wave(ns, pods);
     let docs: Vec<&str> = all.split("---\n").filter(|d| !d.trim().is_empty()).collect();
     std::thread::scope(|scope| {
         for part in docs.chunks(pods.div_ceil(8)) {
-            let (c, text) = (&c, part.join("---\n"));
+            let text = part.join("---\n");
             scope.spawn(move || c.try_kubectl(&["create", "-f", "-"], Some(&text)).unwrap());
         }
     });
     let le = [["--admin", "127.0.0.1:0"].as_slice(), &LEADER_ELECT].concat();
     let leader_case = case.starts_with("SIGKILL");
-    let mut replicas = vec![Tephra::start(&c, "chaos-a", if leader_case { &le } else { &[] })];
+    let mut replicas = vec![Tephra::start(c, "chaos-a", if leader_case { &le } else { &[] })];
     if leader_case {
-        replicas.push(Tephra::start(&c, "chaos-b", &le));
+        replicas.push(Tephra::start(c, "chaos-b", &le));
     }
-    // Mid-wave: as soon as the API server holds the first bound pod (tephra
-    // logs a cycle's binds only once all of them are answered, so its log is
-    // no clock for this). The count at that moment goes into the table.
+    // Mid-wave: as soon as the API server holds the first bound pod.
     let bound_now = |limit: &str| -> usize {
         let path = format!("/api/v1/namespaces/{ns}/pods?fieldSelector=spec.nodeName%21%3D{limit}");
         let v: Value = c
@@ -2251,53 +2341,26 @@ fn chaos_case(case: &'static str, pods: usize) -> ChaosRow {
         _ => replicas[leader].signal("KILL"),
     }
     let t0 = Instant::now();
-    let mut last = c.placements(ns);
+    let mut recovery_s = f64::INFINITY;
     while t0.elapsed() < Duration::from_secs(180) {
-        last = c.placements(ns);
+        let last = c.placements(ns);
         if last.len() == pods && last.values().all(|n| !n.is_empty()) {
+            recovery_s = t0.elapsed().as_secs_f64();
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
-    }
-    let recovery_s = t0.elapsed().as_secs_f64();
-    let lost = pods - last.values().filter(|n| !n.is_empty()).count();
-    let logs: String = replicas.iter().map(Tephra::log).collect();
-    let mut binds: BTreeMap<&str, usize> = BTreeMap::new();
-    for l in logs.lines().filter(|l| l.contains(" bound t-chaos/")) {
-        let pod = l.split(" bound ").nth(1).and_then(|r| r.split(" to ").next()).unwrap_or("");
-        *binds.entry(pod).or_default() += 1;
-    }
-    let extra: usize = binds.values().map(|n| n - 1).sum();
-    // A bind answered 409 "it is bound to" counts as a bind for a pod already
-    // bound, except where the log proves otherwise: one replica, the pod's
-    // first bind attempt, bound to the very node it asked for. Then only one
-    // bind was ever sent, and the API server applied it while answering with
-    // an error (seen while etcd restarts: "… closing transport … (409)").
-    let attempt = |l: &str| -> Option<(String, String)> {
-        let rest = l.split(" bind t-chaos/").nth(1).or_else(|| l.split(" bound t-chaos/").nth(1))?;
-        let (pod, rest) = rest.split_once(" to ")?;
-        Some((pod.to_string(), rest.split(':').next().unwrap_or("").trim().to_string()))
-    };
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut already = 0;
-    for l in logs.lines() {
-        let Some((pod, asked)) = attempt(l) else { continue };
-        let before = seen.entry(pod).or_default();
-        if let Some(node) = l.split("; it is bound to ").nth(1) {
-            let applied = replicas.len() == 1 && *before == 0 && node.trim() == asked;
-            already += usize::from(!applied);
-        }
-        *before += 1;
     }
     for r in &mut replicas {
         if r.child.try_wait().unwrap().is_none() {
             r.assert_alive();
         }
     }
-    // Keep the logs of a run that went wrong.
-    c.keep |= lost > 0 || extra + already > 0;
-    ChaosRow { case, pods, bound_before, double_binds: extra + already, lost, recovery_s }
+    ChaosRow { case, pods, bound_before, double_binds: 0, retried: 0, lost: 0, recovery_s }
 }
+
+/// How long recovery may take, from the API's return or the kill to the
+/// last pod bound (measured at most 39 s for 5,000 pods: docs/operations.md).
+const RECOVERY_LIMIT_S: f64 = 90.0;
 
 /// Chaos against the real API server, each case in the middle of a wave of
 /// binds: kube-apiserver restarted, etcd restarted, kube-apiserver down for
@@ -2306,19 +2369,18 @@ fn chaos_case(case: &'static str, pods: usize) -> ChaosRow {
 /// `./dev chaos` runs 5,000 and writes the table to `TEPHRA_CHAOS_REPORT`).
 #[test]
 fn chaos_binds_once_and_loses_nothing() {
-    if skip() {
-        return;
-    }
     let pods: usize = std::env::var("TEPHRA_CHAOS_PODS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
     let cases =
         ["restart kube-apiserver", "restart etcd", "kube-apiserver down 30 s", "SIGKILL the leader of two replicas"];
     let rows: Vec<ChaosRow> = cases.iter().map(|&c| chaos_case(c, pods)).collect();
     let mut table = String::from(
-        "| disruption, mid-wave | pods | bound when it began | double binds | lost pods | recovery |\n|---|---|---|---|---|---|\n",
+        "| disruption, mid-wave | pods | bound when it began | double binds | retried binds | lost pods | recovery |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     for r in &rows {
-        let row = (r.case, r.pods, r.bound_before, r.double_binds, r.lost, r.recovery_s);
-        table += &format!("| {} | {} | {} | {} | {} | {:.1} s |\n", row.0, row.1, row.2, row.3, row.4, row.5);
+        let row = (r.case, r.pods, r.bound_before, r.double_binds, r.retried, r.lost, r.recovery_s);
+        table +=
+            &format!("| {} | {} | {} | {} | {} | {} | {:.1} s |\n", row.0, row.1, row.2, row.3, row.4, row.5, row.6);
     }
     eprintln!("{table}");
     if let Ok(path) = std::env::var("TEPHRA_CHAOS_REPORT") {
@@ -2326,7 +2388,7 @@ fn chaos_binds_once_and_loses_nothing() {
     }
     for r in &rows {
         assert_eq!((r.double_binds, r.lost), (0, 0), "{}:\n{table}", r.case);
-        assert!(r.recovery_s < 180.0, "{} did not recover:\n{table}", r.case);
+        assert!(r.recovery_s < RECOVERY_LIMIT_S, "{} did not recover in {RECOVERY_LIMIT_S} s:\n{table}", r.case);
     }
 }
 
@@ -2337,9 +2399,6 @@ fn chaos_binds_once_and_loses_nothing() {
 /// Unschedulable condition while a plain pod still runs.
 #[test]
 fn topology_constrained_gang_lands_in_one_hypernode() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("topology");
     for n in ["r0-a", "r0-b", "r1-a", "r1-b"] {
         c.node(n, "2");
@@ -2413,9 +2472,6 @@ fn topology_constrained_gang_lands_in_one_hypernode() {
 /// not in the file. Replayed, the gang lands on the node with room.
 #[test]
 fn snapshot_replays_in_the_simulator() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("snapshot");
     c.node("n1", "4");
     c.node("n2", "4");
@@ -2473,9 +2529,6 @@ fn snapshot_replays_in_the_simulator() {
 /// and an Event; once the window is deleted the node takes pods again.
 #[test]
 fn advance_reservation_status_and_maintenance_window() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("window");
     c.kubectl(&["wait", "--for=condition=Established", "crd/reservations.tephra.io"]);
     c.node("n1", "4");
@@ -2523,9 +2576,6 @@ fn advance_reservation_status_and_maintenance_window() {
 /// instead of from nothing.
 #[test]
 fn decayed_usage_survives_a_restart() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("usage");
     c.node("n1", "4");
     let ns = "t-usage";
@@ -2564,9 +2614,6 @@ fn decayed_usage_survives_a_restart() {
 /// with the limit named in the Event; a job within its limit runs on.
 #[test]
 fn time_limit_ends_an_overrunning_job() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("timelimit");
     c.node("n1", "4");
     let ns = "t-limit";
@@ -2600,9 +2647,6 @@ fn time_limit_ends_an_overrunning_job() {
 /// running pod's start; once it runs the annotation goes.
 #[test]
 fn waiting_podgroups_get_an_estimated_start() {
-    if skip() {
-        return;
-    }
     let c = Cluster::start("estimate");
     c.node("n1", "4");
     let ns = "t-estimate";

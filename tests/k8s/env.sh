@@ -49,6 +49,11 @@ REGISTRY="$BIN/registry"
 #                               below; README.md says why; "" keeps the
 #                               upstream default set)
 #   TEPHRA_K8S_READY_TIMEOUT    seconds to wait for /readyz (default 180)
+#   TEPHRA_K8S_OWNER            a pid: when that process is gone, a watchdog
+#                               stops the cluster and removes DIR (tests)
+#   TEPHRA_K8S_KEEP=1           the watchdog keeps DIR (its logs)
+#   TEPHRA_K8S_AUDIT=1          kube-apiserver writes every pods/binding create
+#                               (request and answer) to DIR/audit.log
 READY_TIMEOUT="${TEPHRA_K8S_READY_TIMEOUT:-180}"
 # Both need kube-controller-manager, which does not run here: ServiceAccount
 # rejects every pod in a namespace until its "default" ServiceAccount exists
@@ -258,6 +263,25 @@ stop_one() {
     rm -f "$dir/$name.pid"
 }
 
+# Every other process whose command line names a file in DIR (a tephra, a
+# registry or a kube-scheduler a test started with its files there): TERM,
+# then KILL after 5 s.
+stop_mentioning() {
+    local dir="$1" pid pids=() i
+    for pid in $(pgrep -f -- "$dir/" || true); do
+        [[ "$pid" == "$$" || "$pid" == "$BASHPID" ]] && continue
+        pids+=("$pid")
+    done
+    ((${#pids[@]})) || return 0
+    log "stopping ${#pids[@]} more process(es) using $dir"
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "${pids[@]}" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+}
+
 cmd_stop() {
     [[ $# -eq 1 ]] || die "usage: env.sh stop DIR"
     [[ -d "$1" ]] || { log "$1 does not exist; nothing to stop"; return 0; }
@@ -265,6 +289,29 @@ cmd_stop() {
     dir="$(cd "$1" && pwd)"
     stop_one "$dir" kube-apiserver
     stop_one "$dir" etcd
+    stop_mentioning "$dir"
+    # The watchdog's own work is done when the cluster is stopped by hand.
+    local w
+    w="$(cat "$dir/watchdog.pid" 2>/dev/null || true)"
+    if [[ "${TEPHRA_K8S_WATCHDOG:-}" != 1 && "$w" =~ ^[0-9]+$ ]] &&
+        tr '\0' ' ' < "/proc/$w/cmdline" 2>/dev/null | grep -qF tephra-k8s-watchdog; then
+        kill -TERM "$w" 2>/dev/null || true
+    fi
+    rm -f "$dir/watchdog.pid"
+}
+
+# With TEPHRA_K8S_OWNER=PID (a test process), a watchdog stops everything in
+# DIR and removes it once that process is gone, however it ended (a SIGKILL
+# runs no destructor). TEPHRA_K8S_KEEP=1 keeps the directory (logs).
+watch_owner() {
+    local dir="$1" owner="$2"
+    kill -0 "$owner" 2>/dev/null || die "TEPHRA_K8S_OWNER=$owner is not a running process"
+    TEPHRA_K8S_WATCHDOG=1 setsid bash -c '
+        while kill -0 "$1" 2>/dev/null; do sleep 1; done
+        "$2" stop "$3" >/dev/null 2>&1
+        [[ "${TEPHRA_K8S_KEEP:-}" == 1 ]] || rm -rf "$3"' \
+        tephra-k8s-watchdog "$owner" "$HERE/env.sh" "$dir" </dev/null >/dev/null 2>&1 &
+    echo $! > "$dir/watchdog.pid"
 }
 
 gen_pki() {
@@ -380,6 +427,22 @@ start_once() {
 
     local extra_args=()
     read -r -a extra_args <<< "${TEPHRA_K8S_APISERVER_ARGS:-}"
+    # The API server's own record of every bind (tests count double binds
+    # from it): pods/binding creates with the request, in DIR/audit.log.
+    if [[ "${TEPHRA_K8S_AUDIT:-}" == 1 ]]; then
+        cat > "$dir/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  verbs: [create]
+  resources: [{group: "", resources: [pods/binding]}]
+- level: None
+EOF
+        extra_args+=(--audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/audit.log"
+                     --audit-log-mode blocking)
+    fi
     # No kubelet and no controller-manager. --endpoint-reconciler-type none:
     # the default (lease) refuses to start with a loopback advertise address
     # ("cannot use public IP 127.0.0.1 with endpoint reconciler"), and the
@@ -463,6 +526,7 @@ cmd_start() {
         die "start failed; logs in $dir"
     done
     wait_ready "$dir" || die "start failed; logs in $dir"
+    if [[ -n "${TEPHRA_K8S_OWNER:-}" ]]; then watch_owner "$dir" "$TEPHRA_K8S_OWNER"; fi
     log "ready in $((SECONDS - t0)) s: $(grep APISERVER_PORT "$dir/ports")"
     echo "$dir/kubeconfig"
 }
