@@ -284,6 +284,11 @@ struct Serve {
     leader_elect: bool,
     #[arg(long, default_value = "kube-system")]
     leader_elect_resource_namespace: String,
+    /// The scheduler's own namespace, where admin decisions on plugin versions are kept (ConfigMap
+    /// tephra-plugin-decisions). Default: $POD_NAMESPACE, else the in-cluster service account's
+    /// namespace, else tephra-system.
+    #[arg(long)]
+    namespace: Option<String>,
     #[arg(long, default_value = "tephra")]
     leader_elect_resource_name: String,
     #[arg(long, default_value = "15s", value_parser = tephra::k8s::parse_duration)]
@@ -325,19 +330,56 @@ impl Setup {
         for s in &library.skipped {
             eprintln!("error: plugin file skipped: {s}");
         }
-        for p in &self.plugins {
-            library.load_file(p)?;
+        // What each source declares, for drift: the directory's files as
+        // loaded, then the flags (which win over them).
+        let mut declared = Vec::new();
+        if let Some(dir) = &self.plugins_dir {
+            for f in tephra::wasm::library::wasm_files(dir)? {
+                let origin = f.display().to_string();
+                let Some(p) = library.names().filter_map(|n| library.get(n)).find(|p| p.origin_name() == origin) else {
+                    continue;
+                };
+                declared.push(declaration(&format!("file {origin}"), p, false));
+            }
+        }
+        for path in &self.plugins {
+            let name = library.load_file(path)?;
+            if let Some(p) = library.get(&name) {
+                declared.push(declaration(&format!("--plugin {}", path.display()), p, false));
+            }
         }
         let mut scheduler = Scheduler::new(self.config.clone(), &library);
         scheduler.rollback_after = self.rollback_after.max(1);
         for s in &self.shadows {
             let bytes = tephra::files::read(s)?;
-            scheduler.set_shadow(&bytes, &s.display().to_string())?;
+            let name = scheduler.set_shadow(&bytes, &s.display().to_string())?;
+            if let Some(p) = scheduler.shadows.get(&name) {
+                declared.push(declaration(&format!("--shadow {}", s.display()), p, true));
+            }
         }
+        for d in declared {
+            scheduler.intent.declare(&d.source.clone(), Some(d));
+        }
+        scheduler.intent.take_fresh();
         for p in &scheduler.missing_plugins {
             eprintln!("warning: plugin {p:?} is configured but not available; it is skipped");
         }
+        scheduler.warn_unused_plugins();
+        for n in std::mem::take(&mut scheduler.notices) {
+            eprintln!("warning: {n}");
+        }
         Ok(scheduler)
+    }
+}
+
+/// What `source` declares by having loaded `p`.
+fn declaration(source: &str, p: &tephra::wasm::WasmPlugin, shadow: bool) -> tephra::scheduler::Declared {
+    tephra::scheduler::Declared {
+        plugin: p.info().name.clone(),
+        source: source.to_string(),
+        version: p.hash().to_string(),
+        shadow,
+        key: format!("{source}@{}", p.hash()),
     }
 }
 
@@ -420,6 +462,7 @@ fn serve(s: Serve) -> Result<()> {
         leader_elect: s
             .leader_elect
             .then(|| (s.leader_elect_resource_namespace.clone(), s.leader_elect_resource_name.clone())),
+        namespace: s.namespace.clone().unwrap_or_else(own_namespace),
         presence: (!s.leader_elect).then_some((s.leader_elect_resource_namespace, s.leader_elect_resource_name)),
         lease: tephra::k8s::leader::Timing {
             duration: s.leader_elect_lease_duration,
@@ -431,7 +474,9 @@ fn serve(s: Serve) -> Result<()> {
         bind_concurrency: s.bind_concurrency.get(),
         hypernode_labels: s.hypernode_labels,
     };
-    let Some((kube, cluster)) = tephra::k8s::Kube::connect(opts)? else { return Ok(()) };
+    let Some((mut kube, cluster)) = tephra::k8s::Kube::connect(opts)? else { return Ok(()) };
+    let mut scheduler = scheduler;
+    adopt_decisions(&mut scheduler, kube.startup_decisions());
     let mut lp = Loop::new(cluster, scheduler, kube);
     // The config file is a mounted ConfigMap: its edits are always picked up.
     let watch_dir = s.plugins_dir.as_deref().filter(|_| s.watch);
@@ -453,6 +498,42 @@ fn serve(s: Serve) -> Result<()> {
     }
     lp.driver.shutdown();
     Ok(())
+}
+
+/// Where `tephra run` runs: $POD_NAMESPACE, the in-cluster service
+/// account's namespace, or tephra-system (the chart's).
+fn own_namespace() -> String {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "tephra-system".into())
+}
+
+/// The admin decisions kept in the API server, made true before the first
+/// cycle: a version rolled back stays out across a restart. A decision whose
+/// declarations changed since (a file rewritten) is superseded and left.
+fn adopt_decisions(scheduler: &mut Scheduler, decisions: Vec<tephra::k8s::decisions::Stored>) {
+    for (act, bytes) in decisions {
+        if let Some(newer) = scheduler.intent.superseded(&act) {
+            tracing::info!("the decision on plugin {} ({}) is superseded: {newer}", act.plugin, act.describe());
+            continue;
+        }
+        let compiled = bytes.and_then(|b| {
+            let origin = format!("the decision on plugin {} (ConfigMap {})", act.plugin, tephra::k8s::decisions::NAME);
+            tephra::wasm::WasmPlugin::load(&scheduler.library.runtime, &b, &origin)
+                .map_err(|e| tracing::warn!("{e:#}"))
+                .ok()
+        });
+        match scheduler.adopt(act.clone(), compiled) {
+            Ok(()) => tracing::info!("adopted the decision on plugin {}: {}", act.plugin, act.describe()),
+            Err(e) => tracing::warn!("cannot adopt the decision on plugin {}: {e:#}", act.plugin),
+        }
+    }
+    for n in std::mem::take(&mut scheduler.notices) {
+        tracing::info!("{n}");
+    }
 }
 
 /// `--period` of the simulator: seconds, positive and at most a year.
@@ -949,14 +1030,32 @@ fn push(file: PathBuf, reference: &str, insecure: bool, username: Option<String>
     Ok(())
 }
 
+/// `RUST_LOG`, else WARN and above. kube-runtime's watcher logs each retry
+/// of a failing watch at WARN as a debug dump of the API's Status; tephra
+/// logs the failure itself, once, as one line (`tephra_kube::Retrying`), so
+/// the watcher's own lines are left to `RUST_LOG=kube_runtime=…`.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let wanted = std::env::var("RUST_LOG").unwrap_or_default();
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    // wasmtime's cache worker warns about the lock files of other processes
+    // sharing the compiled-code cache: harmless, and not news.
+    for (target, directive) in
+        [("wasmtime_internal_cache", "wasmtime_internal_cache=error"), ("kube_runtime", "kube_runtime::watcher=error")]
+    {
+        if !wanted.contains(target) {
+            if let Ok(d) = directive.parse() {
+                filter = filter.add_directive(d);
+            }
+        }
+    }
+    filter
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         // wasmtime's cache worker warns about the lock files of other
         // processes sharing the compiled-code cache: harmless, and not news.
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,wasmtime_internal_cache=error".into()),
-        )
+        .with_env_filter(log_filter())
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();

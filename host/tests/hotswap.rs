@@ -5,7 +5,8 @@
 use std::path::Path;
 use tephra::config::{PluginConf, SchedulerConfig};
 use tephra::model::Cluster;
-use tephra::scheduler::{Library, Scheduler};
+use tephra::scheduler::scheduler::Level;
+use tephra::scheduler::{Actor, Library, Scheduler};
 use tephra::session::{Decision, Outcome};
 use tephra::wasm::builtin::FIXTURES_DIR;
 
@@ -55,12 +56,13 @@ fn swap_every_cycle_for_100_cycles() {
     }
     assert_eq!(s.stats.cycles, 100);
     assert_eq!(s.stats.swaps, 101);
-    // Earlier versions are kept for rollback up to a bound, not for ever.
-    assert_eq!(s.library.previous("prefer").len(), tephra::wasm::library::HISTORY_MAX);
-    for _ in 0..tephra::wasm::library::HISTORY_MAX {
-        s.library.rollback("prefer").unwrap();
-    }
-    assert!(s.library.rollback("prefer").is_err());
+    // Each version is held once, however often it went live: the one
+    // replaced; a rollback brings it back and keeps the other to roll forward.
+    assert_eq!(s.library.previous("prefer").len(), 1);
+    s.library.rollback("prefer").unwrap();
+    assert!(s.library.rollback("prefer").is_err(), "the rolled-back-from version is no earlier one");
+    s.library.forward("prefer").unwrap();
+    assert!(s.library.forward("prefer").is_err());
 }
 
 #[test]
@@ -95,7 +97,7 @@ fn a_version_that_keeps_trapping_is_rolled_back() {
         assert_eq!(bound_to(&out).len(), 1, "cycle {t}: still scheduling without the faulty plugin");
     }
     assert!(
-        s.notices.iter().any(|n| n.contains("faulted 3 cycles in a row") && n.contains("rolled back")),
+        s.notices.iter().any(|n| n.text.contains("faulted 3 cycles in a row") && n.level == Level::Warn),
         "{:?}",
         s.notices
     );
@@ -105,7 +107,7 @@ fn a_version_that_keeps_trapping_is_rolled_back() {
     // Manual rollback too.
     s.swap(&version("last"), "prefer-last.wasm").unwrap();
     assert_eq!(bound_to(&s.cycle(&c, &Default::default(), 5000)), ["n2"]);
-    s.rollback("prefer").unwrap();
+    s.rollback("prefer", Actor::Admin("test".into())).unwrap();
     assert_eq!(bound_to(&s.cycle(&c, &Default::default(), 6000)), ["n1"]);
 }
 
@@ -119,10 +121,10 @@ fn a_shadow_is_compared_not_applied_then_promoted() {
     assert_eq!(s.shadow_diffs.len(), 1);
     let d = &s.shadow_diffs[0];
     assert_eq!(d.plugin, "prefer");
-    assert_eq!(d.binds_live_only, ["ns/p-0 → n1"]);
-    assert_eq!(d.binds_shadow_only, ["ns/p-0 → n2"]);
-    assert_eq!(s.stats.shadow_diffs, 2);
-    s.promote_shadow("prefer").unwrap();
+    assert_eq!(d.moved, ["ns/p-0: live n1, shadow n2"]);
+    assert!(d.binds_live_only.is_empty() && d.binds_shadow_only.is_empty());
+    assert_eq!(s.stats.shadow_diffs, 1, "one pod placed elsewhere is one difference");
+    s.promote_shadow("prefer", Actor::Admin("test".into())).unwrap();
     let out = s.cycle(&c, &Default::default(), 1000);
     assert_eq!(bound_to(&out), ["n2"]);
     assert!(s.shadow_diffs.is_empty());

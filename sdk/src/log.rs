@@ -22,6 +22,18 @@ pub fn debug(message: &str) {
     emit(Level::Debug, message)
 }
 
+/// The reason for the answer this call is about to give — a refusal's
+/// resource and amounts (`needs cpu 64; queue default can admit 24 (…)`).
+/// The host shows it where the refusal lands (pod and PodGroup conditions,
+/// Events, the simulator's report) instead of a generic line. The last one
+/// given during a call counts.
+pub fn why(message: &str) {
+    #[cfg(target_arch = "wasm32")]
+    host::log(Level::Debug, &format!("why: {message}"));
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = message;
+}
+
 /// The display name of an object, for explanations.
 pub fn name(kind: host::Kind, id: u32) -> String {
     #[cfg(target_arch = "wasm32")]

@@ -29,6 +29,28 @@ pub fn round(x: f64) -> f64 {
     }
 }
 
+/// An amount of dimension `dim` in Volcano's internal units (cpu in
+/// millicores, memory in bytes, other scalars in thousandths) as a person
+/// writes it: `64`, `500m`, `1.5Gi`, `2`.
+pub fn show(dim: &str, v: f64) -> String {
+    let trim = |x: f64| {
+        let s = format!("{x:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    match dim {
+        "memory" | "ephemeral-storage" => {
+            let units = [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)];
+            match units.iter().find(|(_, p)| v.abs() >= (1u64 << p) as f64) {
+                Some((u, p)) => format!("{}{u}", trim(v / (1u64 << p) as f64)),
+                None => trim(v),
+            }
+        }
+        "cpu" if v.abs() < 1000.0 && v != 0.0 => format!("{}m", trim(v)),
+        "pods" => trim(v),
+        _ => trim(v / 1000.0),
+    }
+}
+
 /// Adds `b` into `a`.
 pub fn add(a: &mut [f64], b: &[f64]) {
     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
@@ -54,6 +76,19 @@ pub fn share(x: f64, total: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn amounts_read_as_written() {
+        use super::show;
+        assert_eq!(show("cpu", 64_000.0), "64");
+        assert_eq!(show("cpu", 500.0), "500m");
+        assert_eq!(show("cpu", 1_500.0), "1.5");
+        assert_eq!(show("memory", 1073741824.0), "1Gi");
+        assert_eq!(show("memory", 1.5 * 1073741824.0), "1.5Gi");
+        assert_eq!(show("memory", 100.0), "100");
+        assert_eq!(show("nvidia.com/gpu", 2_000.0), "2");
+        assert_eq!(show("cpu", -2_000.0), "-2");
+    }
+
     #[test]
     fn round_matches_std() {
         let halves = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, 4503599627370495.5];

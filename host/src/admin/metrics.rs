@@ -66,7 +66,17 @@ fn own(status: &Status) -> Registry {
     family(&r, "tephra_plugin_swaps_total", "Plugin versions promoted.", true, &[], &one(s.swaps as f64));
     family(&r, "tephra_plugin_rollbacks_total", "Plugin versions rolled back.", true, &[], &one(s.rollbacks as f64));
     let diffs = one(s.shadow_diffs as f64);
-    family(&r, "tephra_shadow_diffs_total", "Decisions a shadow plugin would change.", true, &[], &diffs);
+    let help = "Pods and jobs the shadows would decide differently (one per pod placed elsewhere): \
+                the sum of tephra_shadow_decision_diffs_total over plugins and kinds.";
+    family(&r, "tephra_shadow_diffs_total", help, true, &[], &diffs);
+    let drift: Vec<(Vec<&str>, f64)> = status
+        .plugins
+        .iter()
+        .filter(|p| p.state == "live")
+        .map(|p| (vec![p.name.as_str()], p.drift.len() as f64))
+        .collect();
+    let help = "Sources (files, Plugin objects, flags) whose declared version of the plugin is not what runs.";
+    family(&r, "tephra_plugin_drift", help, false, &["plugin"], &drift);
     let res = |f: &dyn Fn(&QueueRow) -> Option<&ResourceList>| -> Vec<(Vec<&str>, f64)> {
         queues
             .iter()
@@ -82,7 +92,9 @@ fn own(status: &Status) -> Registry {
     family(&r, "tephra_queue_share", "Queue share (allocated / deserved).", false, &["queue"], &shares);
     let by: Vec<(Vec<&str>, f64)> =
         s.shadow_diffs_by.iter().map(|((p, kind), n)| (vec![p.as_str(), *kind], *n as f64)).collect();
-    let help = "Decisions a shadow plugin would change, by plugin and kind.";
+    let help = "Pods and jobs a shadow plugin would decide differently, by plugin and kind \
+                (moved: bound by both to different nodes; binds_*_only: bound by one side only; \
+                evictions_*_only; phases).";
     family(&r, "tephra_shadow_decision_diffs_total", help, true, &["plugin", "kind"], &by);
     // The driver's own figures (leadership, API writes).
     for f in &status.figures {

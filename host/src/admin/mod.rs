@@ -1,6 +1,6 @@
 //! The admin surface: `/healthz`, `/readyz`, `/metrics` and the plugin table
 //! (`GET /plugins`) for anyone who can reach it, and `POST
-//! /plugins/NAME/promote|rollback`, which change what the scheduler does,
+//! /plugins/NAME/promote|rollback|forward`, which change what the scheduler does,
 //! only for a caller that [`auth`] lets through — with no authentication
 //! configured, nobody.
 //!
@@ -16,7 +16,7 @@
 pub mod auth;
 pub mod metrics;
 
-use crate::scheduler::control::{Command, Handle};
+use crate::scheduler::control::{Command, Handle, Refusal, Verb};
 use anyhow::{anyhow, Result};
 use auth::{Authorizer, Denied};
 use axum::extract::{Path, State};
@@ -133,10 +133,8 @@ async fn plugins(State(s): State<Surface>) -> Response {
 /// `POST /plugins/NAME/promote|rollback`: authenticated, authorized, then
 /// applied at the next cycle boundary.
 async fn command(State(s): State<Surface>, Path((name, verb)): Path<(String, String)>, headers: HeaderMap) -> Response {
-    let cmd = match verb.as_str() {
-        "promote" => Command::Promote(name.clone()),
-        "rollback" => Command::Rollback(name.clone()),
-        _ => return (StatusCode::NOT_FOUND, "use POST /plugins/NAME/promote or /rollback\n").into_response(),
+    let Some(v) = Verb::parse(&verb) else {
+        return (StatusCode::NOT_FOUND, "use POST /plugins/NAME/promote, /rollback or /forward\n").into_response();
     };
     let token = headers
         .get(header::AUTHORIZATION)
@@ -146,11 +144,13 @@ async fn command(State(s): State<Surface>, Path((name, verb)): Path<(String, Str
     let who = match s.auth.allow(token, &auth::Action { plugin: &name, verb: &verb }).await {
         Ok(who) => who,
         Err(d) => {
+            // A refused caller may be an attack or a misconfiguration: a person should look.
             tracing::warn!("admin: {verb} of plugin {name} refused: {}", d.message());
             return refusal(d);
         }
     };
-    tracing::warn!("admin: {who} asked to {verb} plugin {name}");
+    tracing::info!("admin: {who} asked to {verb} plugin {name}");
+    let cmd = Command { verb: v, plugin: name.clone(), who };
     let answer = tokio::task::spawn_blocking(move || {
         let rx = s.handle.send(cmd)?;
         Some(rx.recv_timeout(COMMAND_WAIT).map_err(|_| ()))
@@ -161,7 +161,8 @@ async fn command(State(s): State<Surface>, Path((name, verb)): Path<(String, Str
     match answer {
         None => (StatusCode::SERVICE_UNAVAILABLE, "the scheduler is not running\n").into_response(),
         Some(Ok(Ok(msg))) => (StatusCode::OK, msg + "\n").into_response(),
-        Some(Ok(Err(e))) => (StatusCode::CONFLICT, e + "\n").into_response(),
+        Some(Ok(Err(Refusal::NotFound(e)))) => (StatusCode::NOT_FOUND, e + "\n").into_response(),
+        Some(Ok(Err(Refusal::Conflict(e)))) => (StatusCode::CONFLICT, e + "\n").into_response(),
         Some(Err(())) => (StatusCode::GATEWAY_TIMEOUT, "no cycle boundary within 30s\n").into_response(),
     }
 }

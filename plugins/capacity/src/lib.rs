@@ -685,13 +685,19 @@ impl Policy for Capacity {
         for c in self.chain(q) {
             let Some(a) = self.attr(c) else { continue };
             let short = a.short(&[min, &a.inqueue], Some(&a.elastic), min);
-            if !short.is_empty() {
-                // Volcano records this as a PodGroup event; the contract has only logs.
-                log::debug(&format!(
-                    "job {}: queue resource quota insufficient in queue {}: insufficient {}",
-                    log::name(Kind::Job, j),
+            if let Some(&k) = short.first() {
+                // Volcano records this as a PodGroup event: here it is the refusal's reason.
+                let (dim, show) = (&s.snap.dims[k], |v: f64| tephra_sdk::resource::show(&s.snap.dims[k], v));
+                let room = a.real.v[k] - a.allocated[k] - a.inqueue[k] + a.elastic[k];
+                log::why(&format!(
+                    "needs {dim} {}; queue {} can admit {} ({dim} capability {} − allocated {} − held by admitted jobs {} + elastic {})",
+                    show(min[k]),
                     queue_name(c),
-                    dim_names(s, &short)
+                    show(room.max(0.0)),
+                    show(a.real.v[k]),
+                    show(a.allocated[k]),
+                    show(a.inqueue[k]),
+                    show(a.elastic[k]),
                 ));
                 return Vote::Reject;
             }

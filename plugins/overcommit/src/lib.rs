@@ -6,7 +6,7 @@
 //! optional per-dimension `overcommit-factor.<dim>`; factors below 1 become 1.2.
 
 use tephra_sdk::resource::{self, PODS};
-use tephra_sdk::{Args, ExtensionPoint as P, JobPhase, Policy, Session, Vote};
+use tephra_sdk::{log, Args, ExtensionPoint as P, JobPhase, Policy, Session, Vote};
 
 const FACTOR: &str = "overcommit-factor";
 const DEFAULT_FACTOR: f64 = 1.2;
@@ -15,6 +15,9 @@ const DEFAULT_FACTOR: f64 = 1.2;
 pub struct Overcommit {
     /// `total × factor − Σ node used`; negative when the cluster is overused.
     idle: Vec<f64>,
+    /// Per dimension: the factor, and Σ node used (for reasons).
+    factors: Vec<f64>,
+    used: Vec<f64>,
     /// minResources of admitted jobs not yet covered by their allocations.
     inqueue: Vec<f64>,
 }
@@ -31,11 +34,16 @@ impl Policy for Overcommit {
     fn open(&mut self, s: &Session, args: &Args) -> Result<(), String> {
         let base = factor(args, FACTOR, DEFAULT_FACTOR)?;
         self.idle = s.total().to_vec();
+        self.factors = Vec::with_capacity(s.dims());
         for (x, dim) in self.idle.iter_mut().zip(&s.snap.dims) {
-            *x *= factor(args, &format!("{FACTOR}.{dim}"), base)?;
+            let f = factor(args, &format!("{FACTOR}.{dim}"), base)?;
+            *x *= f;
+            self.factors.push(f);
         }
+        self.used = vec![0.0; s.dims()];
         for n in 0..s.nodes() as u32 {
             resource::sub(&mut self.idle, s.node_used(n));
+            resource::add(&mut self.used, s.node_used(n));
         }
         self.inqueue = vec![0.0; s.dims()];
         for j in 0..s.jobs() as u32 {
@@ -63,15 +71,25 @@ impl Policy for Overcommit {
         let Some(min) = s.job_min_resources(j) else {
             return Vote::Permit;
         };
-        let fits = min
+        let short = min
             .iter()
             .enumerate()
-            .all(|(d, &m)| d == PODS || m <= 0.0 || resource::less_equal(&[self.inqueue[d] + m], &[self.idle[d]]));
-        if fits {
-            Vote::Permit
-        } else {
-            Vote::Reject
-        }
+            .find(|&(d, &m)| d != PODS && m > 0.0 && !resource::less_equal(&[self.inqueue[d] + m], &[self.idle[d]]));
+        let Some((d, &m)) = short else {
+            return Vote::Permit;
+        };
+        let (dim, show) = (&s.snap.dims[d], |v: f64| resource::show(&s.snap.dims[d], v));
+        let total = s.total()[d];
+        log::why(&format!(
+            "needs {dim} {}; the cluster can admit {} ({dim} allocatable {} × overcommit factor {} − used {} − held by admitted jobs {})",
+            show(m),
+            show((self.idle[d] - self.inqueue[d]).max(0.0)),
+            show(total),
+            self.factors[d],
+            show(self.used[d]),
+            show(self.inqueue[d]),
+        ));
+        Vote::Reject
     }
 
     fn job_enqueued(&mut self, s: &Session, j: u32) {

@@ -267,18 +267,26 @@ impl Policy for Proportion {
         let (Some(min), Some(a)) = (s.job_min_resources(j), self.attr(q)) else {
             return Vote::Permit;
         };
-        let short: Vec<&str> = (0..min.len())
-            .filter(|&k| {
-                let need = min[k] + a.allocated[k] + a.inqueue[k] - a.elastic[k];
-                k != PODS && min[k] > 0.0 && need > a.real_capability[k]
-            })
-            .map(|k| s.snap.dims[k].as_str())
-            .collect();
-        if short.is_empty() {
+        let short = (0..min.len()).find(|&k| {
+            let need = min[k] + a.allocated[k] + a.inqueue[k] - a.elastic[k];
+            k != PODS && min[k] > 0.0 && need > a.real_capability[k]
+        });
+        let Some(k) = short else {
             return Vote::Permit;
-        }
-        // Volcano records this as a PodGroup event; the contract has only logs.
-        log::debug(&format!("job {j}: queue resource quota insufficient: insufficient {}", short.join(", ")));
+        };
+        // Volcano records this as a PodGroup event: here it is the refusal's reason.
+        let (dim, show) = (&s.snap.dims[k], |v: f64| resource::show(&s.snap.dims[k], v));
+        let room = a.real_capability[k] - a.allocated[k] - a.inqueue[k] + a.elastic[k];
+        log::why(&format!(
+            "needs {dim} {}; queue {} can admit {} ({dim} real capability {} − allocated {} − held by admitted jobs {} + elastic {})",
+            show(min[k]),
+            log::name(tephra_sdk::bindings::tephra::scheduler::host::Kind::Queue, q),
+            show(room.max(0.0)),
+            show(a.real_capability[k]),
+            show(a.allocated[k]),
+            show(a.inqueue[k]),
+            show(a.elastic[k]),
+        ));
         Vote::Reject
     }
 

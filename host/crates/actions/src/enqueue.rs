@@ -64,12 +64,17 @@ fn hold_for_targets(ssn: &mut Session, by_queue: &mut BTreeMap<u32, Vec<u32>>) {
 /// always); otherwise notes which plugin refused.
 fn admit(ssn: &mut Session, job: u32) -> bool {
     let rejected = match ssn.snap.job_has_min_resources[job as usize] {
-        true => ssn.policies.rejected_by(&ssn.events, Call::JobEnqueueable(job)),
+        true => ssn.policies.refusal(&ssn.events, Call::JobEnqueueable(job)),
         false => None,
     };
     match rejected {
-        Some(plugin) => {
-            let why = format!("plugin {plugin} rejected JobEnqueueable (queue or cluster quota)");
+        Some((plugin, why)) => {
+            // The plugin's own reason names the resource and the amounts
+            // (`needs cpu 64; queue default can admit 24 (…)`).
+            let why = match why {
+                Some(why) => format!("{why} ({plugin})"),
+                None => format!("plugin {plugin} refused to admit the job (its quota check, JobEnqueueable)"),
+            };
             let why = super::gate_reason(ssn, tephra_contract::ExtensionPoint::JobEnqueueable, why);
             ssn.note_job(job, format!("not admitted: {why}"));
             false

@@ -116,6 +116,11 @@ pub trait Backend: Send {
     /// Called after closing a session in which the plugin faulted: the next
     /// session must not reuse anything of this one (a kept instance).
     fn discard(&mut self) {}
+    /// The reason the plugin gave for its last answer (a refusal's amounts),
+    /// if it gave one.
+    fn why(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// The reasons a plugin's one-node predicate answers (`predicate-node`) named

@@ -150,6 +150,9 @@ pub struct Policies {
     /// Time one plugin may spend per session (open, events, calls); past
     /// it, it faults and sits the session out.
     pub cycle_budget: std::time::Duration,
+    /// While [`Policies::refusal`] asks: the reason the plugin asked last gave.
+    whys: bool,
+    last_why: Option<String>,
 }
 
 /// The default [`Policies::cycle_budget`].
@@ -187,6 +190,8 @@ impl Policies {
             opened_in: Default::default(),
             extra: None,
             cycle_budget: CYCLE_BUDGET,
+            whys: false,
+            last_why: None,
         }
     }
 
@@ -414,6 +419,9 @@ impl Policies {
                     continue;
                 }
                 let answer = if slot.down { None } else { Self::ask(&mut self.faults, slot, events, call, budget) };
+                if self.whys {
+                    self.last_why = slot.backend.why();
+                }
                 let go_on = match answer {
                     Some(a) => match f(ti, &slot.conf.name, Reply::Answer(a)) {
                         Err(e) => {
@@ -607,15 +615,26 @@ impl Policies {
 
     /// The tier vote, naming the plugin that rejected (None: admitted).
     pub fn rejected_by(&mut self, events: &[Event], call: Call<'_>) -> Option<String> {
+        self.refusal(events, call).map(|(plugin, _)| plugin)
+    }
+
+    /// The plugin that rejected `call` under the tier vote, with the reason
+    /// it gave (`None` when it gave none, or was closed).
+    pub fn refusal(&mut self, events: &[Event], call: Call<'_>) -> Option<(String, Option<String>)> {
         let mut permit_tier: Option<usize> = None;
         let mut rejected = None;
+        self.whys = true;
         self.each(events, call, |ti, name, a| {
             if permit_tier.is_some_and(|t| ti > t) {
                 return Ok(false);
             }
             match a {
-                Reply::Answer(Answer::Vote(Vote::Reject)) | Reply::Closed => {
-                    rejected = Some(name.to_string());
+                Reply::Answer(Answer::Vote(Vote::Reject)) => {
+                    rejected = Some((name.to_string(), true));
+                    Ok(false)
+                }
+                Reply::Closed => {
+                    rejected = Some((name.to_string(), false));
                     Ok(false)
                 }
                 Reply::Answer(Answer::Vote(Vote::Permit)) => {
@@ -626,7 +645,9 @@ impl Policies {
                 Reply::Answer(other) => Err(format!("unexpected answer {other:?}")),
             }
         });
-        rejected
+        self.whys = false;
+        let why = self.last_why.take();
+        rejected.map(|(plugin, answered)| (plugin, why.filter(|_| answered)))
     }
 
     /// The first plugin that finds the job invalid, with its reason. Closed

@@ -9,6 +9,7 @@
 //! keeps its cluster current and does nothing else ([`leader`]).
 
 pub mod controller;
+pub mod decisions;
 pub mod events;
 pub mod leader;
 pub mod oci;
@@ -28,6 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tephra_model::cluster::Cluster;
 use tephra_model::tracked::Mark;
 use tephra_scheduler::control::Figure;
+use tephra_scheduler::scheduler::{Level, Notice};
 use tephra_scheduler::{Cycle, Driver};
 
 /// How `tephra run` runs.
@@ -54,6 +56,70 @@ pub struct Options {
     /// Node labels HyperNodes are discovered from, highest tier first
     /// (none: only the API's HyperNodes).
     pub hypernode_labels: Vec<String>,
+    /// Where admin decisions on plugin versions are kept
+    /// ([`decisions::NAME`]): the scheduler's own namespace.
+    pub namespace: String,
+}
+
+/// An API error as one line an operator reads: `Reason (code): message`,
+/// not the client's debug dump of the Status.
+pub fn api_error(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => status_line(s),
+        other => other.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+fn status_line(s: &kube::core::Status) -> String {
+    let reason = if s.reason.is_empty() { "Error" } else { s.reason.as_str() };
+    format!("{reason} ({}): {}", s.code, s.message.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A watch's error as one line (see [`api_error`]).
+pub fn watch_error(e: &kube::runtime::watcher::Error) -> String {
+    use kube::runtime::watcher::Error as W;
+    match e {
+        W::InitialListFailed(c) | W::WatchStartFailed(c) | W::WatchFailed(c) => api_error(c),
+        W::WatchError(s) => status_line(s),
+        other => other.to_string(),
+    }
+}
+
+/// How a watch that keeps failing is logged: the first failure once at
+/// INFO with the retry (at start-up a CRD may still be being established),
+/// WARN once if it has not recovered after [`Retrying::PATIENCE`], and a
+/// line when it works again.
+#[derive(Default)]
+pub struct Retrying {
+    since: Option<std::time::Instant>,
+    warned: bool,
+}
+
+impl Retrying {
+    pub const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// A failure of watch `what`.
+    pub fn failed(&mut self, what: &str, why: &str) {
+        match self.since {
+            None => {
+                self.since = Some(std::time::Instant::now());
+                tracing::info!("watch {what}: {why}; retrying with backoff");
+            }
+            Some(t) if !self.warned && t.elapsed() >= Self::PATIENCE => {
+                self.warned = true;
+                tracing::warn!("watch {what}: still failing after {}s: {why}; retrying", t.elapsed().as_secs());
+            }
+            Some(_) => tracing::debug!("watch {what}: {why}"),
+        }
+    }
+
+    /// The watch delivered again.
+    pub fn worked(&mut self, what: &str) {
+        if self.since.take().is_some() {
+            tracing::info!("watch {what}: working again");
+        }
+        self.warned = false;
+    }
 }
 
 /// Parses a positive duration: Go-style `1m30s`, `2s`, `500ms`, or plain
@@ -136,6 +202,10 @@ pub struct Kube {
     rollouts: rollout::Rollouts,
     /// HyperNodes made from node labels (`--hypernode-labels`).
     discovered: std::collections::BTreeSet<String>,
+    /// Admin decisions on plugin versions, kept in the API server.
+    decisions: decisions::Decisions,
+    /// Those standing at start, for the loop to adopt before its first cycle.
+    startup: Vec<decisions::Stored>,
 }
 
 impl Kube {
@@ -148,7 +218,7 @@ impl Kube {
         let (stop_tx, stop) = tokio::sync::watch::channel(false);
         rt.spawn(async move {
             shutdown_signal().await;
-            tracing::warn!("shutting down");
+            tracing::info!("shutting down");
             let _ = stop_tx.send(true);
         });
         // The watches and the elector spawn their tasks on this runtime.
@@ -170,7 +240,9 @@ impl Kube {
         let mut watches = source::Watches::start(&client, &opts.scheduler_name);
         let plugins = watch_plugins(&client);
         let writer = controller::Writer::start(client.clone());
+        let mut decisions = decisions::Decisions::start(&client, &opts.namespace);
         drop(guard);
+        let startup = rt.block_on(decisions.load());
         let mut stopping = stop.clone();
         let (mut store, mut cluster) = (source::Store::default(), Cluster::default());
         let synced = rt.block_on(async {
@@ -214,8 +286,17 @@ impl Kube {
             writes: Vec::new(),
             rollouts,
             discovered: Default::default(),
+            decisions,
+            startup,
         };
         Ok(Some((kube, cluster)))
+    }
+
+    /// The admin decisions standing at start (from the API server), once:
+    /// the caller adopts them before the first cycle, so a version rolled
+    /// back never runs again after a restart.
+    pub fn startup_decisions(&mut self) -> Vec<decisions::Stored> {
+        std::mem::take(&mut self.startup)
     }
 
     /// A token reviewer on this driver's client, for the admin surface.
@@ -323,9 +404,12 @@ impl Driver for Kube {
         Some(now_ms())
     }
 
-    fn apply(&mut self, cluster: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) {
+    fn apply(&mut self, cluster: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<Notice>) {
         for n in notices {
-            tracing::warn!("{n}");
+            match n.level {
+                Level::Info => tracing::info!("{n}"),
+                Level::Warn => tracing::warn!("{n}"),
+            }
         }
         if let Some(c) = &cycle {
             self.rollouts.observe(c);
@@ -339,7 +423,7 @@ impl Driver for Kube {
             tracing::warn!("plugin {} {}: {}", f.plugin, f.point, f.message);
         }
         for d in cycle.shadows.iter().filter(|d| d.count() > 0) {
-            tracing::info!("shadow of plugin {}: {} decisions differ", d.plugin, d.count());
+            tracing::info!("shadow of plugin {}: {} decisions differ: {}", d.plugin, d.count(), d.summary(8));
         }
         // Leadership may have gone while the cycle ran; then nothing is applied.
         if !self.leadership.is_leader() {
@@ -381,10 +465,31 @@ impl Driver for Kube {
     fn rollouts(&mut self) -> Vec<tephra_scheduler::rollout::Rollout> {
         // Every replica fetches and compiles: a follower is warm when it takes over.
         let _in = self.rt.enter();
-        self.rollouts.sync(self.leadership.is_leader())
+        let mut out = self.rollouts.sync(self.leadership.is_leader());
+        // Every replica adopts the admin decisions another one made.
+        for (act, bytes) in self.decisions.changes() {
+            out.push(tephra_scheduler::rollout::Rollout {
+                key: format!("decision/{}", act.plugin),
+                plugin: act.plugin.clone(),
+                origin: format!("ConfigMap {}/{}", self.opts.namespace, decisions::NAME),
+                source: act.by.describe(),
+                declaration: String::new(),
+                change: tephra_scheduler::rollout::Change::Adopt { act, bytes },
+            });
+        }
+        out
+    }
+
+    fn acted(&mut self, acts: &[tephra_scheduler::Act], scheduler: &tephra_scheduler::Scheduler) {
+        self.rt.block_on(self.decisions.record(acts, scheduler));
     }
 
     fn rolled(&mut self, done: Vec<tephra_scheduler::rollout::Rolled>) {
+        for d in done.iter().filter(|d| d.key.starts_with("decision/")) {
+            if let Err(e) = &d.result {
+                tracing::warn!("admin decision from ConfigMap {}/{}: {e}", self.opts.namespace, decisions::NAME);
+            }
+        }
         self.rollouts.rolled(done);
     }
 
@@ -430,16 +535,13 @@ fn watch_plugins(client: &Client) -> kube::runtime::reflector::Store<kube::api::
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client.clone(), &ar);
     let stream = watcher(api, watcher::Config::default()).default_backoff().reflect(writer);
     tokio::spawn(async move {
-        let mut warned = false;
+        let mut retrying = Retrying::default();
         let mut stream = std::pin::pin!(stream);
         while let Some(r) = stream.next().await {
             match r {
-                Err(e) if !warned => {
-                    warned = true;
-                    tracing::warn!("Plugin objects (plugins.tephra.io) cannot be watched: {e}; retrying");
-                }
-                Err(_) => {}
-                Ok(_) => warned = false,
+                Err(e) => retrying.failed("Plugin objects (plugins.tephra.io)", &watch_error(&e)),
+                Ok(watcher::Event::Init) => {}
+                Ok(_) => retrying.worked("Plugin objects (plugins.tephra.io)"),
             }
         }
     });

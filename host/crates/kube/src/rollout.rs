@@ -136,19 +136,33 @@ struct Tracked {
     streak: u32,
     /// The condition: (status, reason, message).
     condition: (&'static str, String, String),
+    /// Where the spec and what runs disagree (an admin act overrode it):
+    /// the `Drifted` condition's message.
+    drift: Option<String>,
     /// Status to write, and an Event (kind, reason) for the condition.
     dirty: bool,
-    event: Option<(Kind, String)>,
+    events: Vec<(Kind, String, String)>,
     /// A failed pull is tried again from then, with the wait doubling.
     retry: Option<(std::time::Instant, std::time::Duration)>,
 }
 
 impl Tracked {
+    /// The `Drifted` condition, set (with the Event it deserves) or cleared.
+    fn drifted(&mut self, drift: Option<String>) {
+        if self.drift != drift {
+            if let Some(m) = &drift {
+                self.events.push((Kind::Normal, "Drifted".into(), m.clone()));
+            }
+            self.drift = drift;
+            self.dirty = true;
+        }
+    }
+
     fn set(&mut self, phase: &'static str, ok: bool, reason: &str, message: String) {
         let kind = if ok { Kind::Normal } else { Kind::Warning };
         self.phase = phase;
+        self.events.push((kind, reason.into(), message.clone()));
         self.condition = (if ok { "True" } else { "False" }, reason.into(), message);
-        self.event = Some((kind, reason.into()));
         self.dirty = true;
     }
 }
@@ -168,12 +182,26 @@ pub struct Rollouts {
     tx: mpsc::UnboundedSender<Fetched>,
     rx: mpsc::UnboundedReceiver<Fetched>,
     ready: Vec<Rollout>,
+    /// The live version of each plugin after the latest cycle.
+    live: BTreeMap<String, String>,
+}
+
+/// A change for object `name`'s plugin, declared by it at `generation`.
+fn rollout(name: &str, generation: i64, s: &Spec, change: Change) -> Rollout {
+    Rollout {
+        key: name.to_string(),
+        plugin: s.plugin.clone(),
+        origin: s.source.describe(),
+        source: format!("Plugin {name}"),
+        declaration: format!("Plugin {name}@{generation}"),
+        change,
+    }
 }
 
 impl Rollouts {
     pub fn new(client: Client, store: Store<DynamicObject>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        Rollouts { client, store, objects: BTreeMap::new(), tx, rx, ready: Vec::new() }
+        Rollouts { client, store, objects: BTreeMap::new(), tx, rx, ready: Vec::new(), live: BTreeMap::new() }
     }
 
     /// Looks at the objects (on the driver's runtime: fetches start there);
@@ -183,6 +211,12 @@ impl Rollouts {
     pub fn sync(&mut self, leader: bool) -> Vec<Rollout> {
         let live: Vec<std::sync::Arc<DynamicObject>> = self.store.state();
         let names: Vec<String> = live.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        // A deleted object declares nothing any more; what runs stays.
+        for (name, t) in self.objects.iter().filter(|(n, _)| !names.contains(n)) {
+            if let Some(s) = &t.spec {
+                self.ready.push(rollout(name, t.generation, s, Change::Undeclare));
+            }
+        }
         self.objects.retain(|n, _| names.contains(n));
         // Oldest first: of two objects claiming one plugin, the older keeps it.
         let mut sorted = live;
@@ -233,13 +267,18 @@ impl Rollouts {
                     let before = t.spec.replace(s.clone());
                     let promote = before.as_ref().is_some_and(|b| b.shadow && !s.shadow && b.source == s.source)
                         && t.phase == "Shadowing";
-                    if promote {
-                        self.ready.push(Rollout {
-                            key: name.clone(),
-                            plugin: s.plugin.clone(),
-                            origin: s.source.describe(),
-                            change: Change::Promote,
-                        });
+                    // The spec now says what already runs (an admin promoted
+                    // its shadow, or rolled it forward): nothing to do.
+                    let runs = !s.shadow
+                        && t.fetched.as_ref() == Some(&s.source)
+                        && t.hash.is_some()
+                        && self.live.get(&s.plugin) == t.hash.as_ref();
+                    if runs {
+                        let hash = t.hash.clone().unwrap_or_default();
+                        t.set("Live", true, "Live", format!("version {hash} of {} is live (it already ran)", s.plugin));
+                        t.drifted(None);
+                    } else if promote {
+                        self.ready.push(rollout(&name, generation, &s, Change::Promote));
                         t.set("Staged", true, "Promoting", format!("promoting the shadow of {}", s.plugin));
                     } else if t.fetched.as_ref() != Some(&s.source)
                         || before.as_ref().map(|b| b.shadow) != Some(s.shadow)
@@ -263,12 +302,7 @@ impl Rollouts {
                 Ok(bytes) => {
                     t.retry = None;
                     let change = if s.shadow { Change::Shadow { bytes } } else { Change::Live { bytes } };
-                    self.ready.push(Rollout {
-                        key: f.name.clone(),
-                        plugin: s.plugin.clone(),
-                        origin: s.source.describe(),
-                        change,
-                    });
+                    self.ready.push(rollout(&f.name, f.generation, &s, change));
                     t.set("Staged", true, "Staged", format!("compiling and validating {}", s.source.describe()));
                 }
             }
@@ -281,6 +315,15 @@ impl Rollouts {
         for d in done {
             let Some(t) = self.objects.get_mut(&d.key) else { continue };
             let Some(s) = t.spec.clone() else { continue };
+            if let (Ok(hash), Some(act)) = (&d.result, &d.held_by) {
+                // Kept out by an admin decision made over this very spec.
+                t.hash = Some(hash.clone());
+                let m = format!("version {hash} of {} is held, not run: {}", s.plugin, act.describe());
+                t.set("RolledBack", false, "RolledBack", m);
+                let why = format!("spec declares version {hash} live; {} runs ({})", act.version, act.describe());
+                t.drifted(Some(why));
+                continue;
+            }
             match d.result {
                 Err(e) => t.set("Failed", false, "Rejected", format!("{e}; the running version stays")),
                 Ok(hash) if t.phase == "Staged" && s.shadow && t.condition.1 != "Promoting" => {
@@ -295,6 +338,7 @@ impl Rollouts {
                     t.hash = Some(hash.clone());
                     t.streak = 0;
                     t.set("Live", true, "Live", format!("version {hash} of {} is live", s.plugin));
+                    t.drifted(None);
                 }
             }
         }
@@ -303,8 +347,26 @@ impl Rollouts {
     /// After a cycle: shadow differences and faults counted; automatic
     /// promotion and rollback decided (they land at the next boundary).
     pub fn observe(&mut self, cycle: &Cycle<'_>) {
+        self.live = cycle.live.iter().cloned().collect();
         for (name, t) in &mut self.objects {
             let Some(s) = t.spec.clone() else { continue };
+            let now = cycle.live.iter().find(|(n, _)| *n == s.plugin).map(|(_, h)| h.as_str());
+            let shadowing = cycle.shadow_versions.iter().any(|(n, h)| *n == s.plugin && Some(h) == t.hash.as_ref());
+            let act = cycle.intent.latest(&s.plugin).map(tephra_scheduler::Act::describe).unwrap_or_default();
+            // The shadow went live by another hand (an admin promote).
+            if t.phase == "Shadowing" && t.hash.as_deref().is_some_and(|h| Some(h) == now) && !shadowing {
+                let hash = t.hash.clone().unwrap_or_default();
+                t.set("Live", true, "Promoted", format!("version {hash} of {} is live ({act})", s.plugin));
+                t.drifted(s.shadow.then(|| format!("spec.mode is shadow; version {hash} runs live ({act})")));
+                continue;
+            }
+            // Rolled forward again by another hand: what the spec says runs.
+            if t.phase == "RolledBack" && t.hash.as_deref().is_some_and(|h| Some(h) == now) && !s.shadow {
+                let hash = t.hash.clone().unwrap_or_default();
+                t.set("Live", true, "Live", format!("version {hash} of {} is live ({act})", s.plugin));
+                t.drifted(None);
+                continue;
+            }
             // A shadow's own faults are in its session, the live version's in the cycle's.
             let faulted = match t.phase {
                 "Shadowing" => cycle.shadows.iter().any(|d| d.plugin == s.plugin && d.faults > 0),
@@ -321,12 +383,7 @@ impl Rollouts {
                     t.shadow_cycles += 1;
                     t.dirty |= diffs > 0;
                     if s.automatic && t.shadow_cycles >= s.cycles && t.diffs <= s.max_diffs && t.faults == 0 {
-                        self.ready.push(Rollout {
-                            key: name.clone(),
-                            plugin: s.plugin.clone(),
-                            origin: s.source.describe(),
-                            change: Change::Promote,
-                        });
+                        self.ready.push(rollout(name, t.generation, &s, Change::Promote));
                         let m = format!(
                             "{} cycles, {} decision differences, no fault: promoting",
                             t.shadow_cycles, t.diffs
@@ -335,26 +392,18 @@ impl Rollouts {
                     }
                 }
                 "Live" => {
-                    let now = cycle.live.iter().find(|(n, _)| *n == s.plugin).map(|(_, h)| h.as_str());
-                    if t.hash.as_deref().is_some_and(|h| Some(h) != now) {
-                        // Rolled back by the scheduler (faults on probation), or replaced
-                        // from elsewhere (the admin surface, a plugins directory).
-                        let m = format!(
-                            "the live version of {} is now {}, not this object's (rolled back or replaced)",
-                            s.plugin,
-                            now.unwrap_or("none")
-                        );
+                    if let Some(h) = t.hash.clone().filter(|h| Some(h.as_str()) != now) {
+                        // Rolled back (by an admin, or by the scheduler after
+                        // faults) or replaced from elsewhere (a plugins directory).
+                        let now = now.unwrap_or("none");
+                        let m = format!("the live version of {} is now {now}, not this object's ({act})", s.plugin);
                         t.set("RolledBack", false, "RolledBack", m);
+                        t.drifted(Some(format!("spec declares version {h} live; {now} runs ({act})")));
                         continue;
                     }
                     t.streak = if faulted { t.streak + 1 } else { 0 };
                     if t.streak >= s.rollback_after {
-                        self.ready.push(Rollout {
-                            key: name.clone(),
-                            plugin: s.plugin.clone(),
-                            origin: s.source.describe(),
-                            change: Change::Rollback,
-                        });
+                        self.ready.push(rollout(name, t.generation, &s, Change::Rollback));
                         let m = format!("faulted {} cycles in a row: rolling back", t.streak);
                         t.set("Live", false, "RollingBack", m);
                     }
@@ -370,6 +419,14 @@ impl Rollouts {
         for (name, t) in self.objects.iter_mut().filter(|(_, t)| t.dirty) {
             t.dirty = false;
             let (status, reason, message) = &t.condition;
+            let now = k8s_openapi::jiff::Timestamp::now().to_string();
+            let drifted = match &t.drift {
+                Some(m) => json!({"type": "Drifted", "status": "True", "reason": "AdminOverride", "message": m,
+                    "observedGeneration": t.generation, "lastTransitionTime": now}),
+                None => json!({"type": "Drifted", "status": "False", "reason": "AsDeclared",
+                    "message": "what runs is what the spec declares",
+                    "observedGeneration": t.generation, "lastTransitionTime": now}),
+            };
             let patch = json!({"status": {
                 "phase": t.phase,
                 "observedGeneration": t.generation,
@@ -383,15 +440,15 @@ impl Rollouts {
                 "conditions": [{
                     "type": "Ready", "status": status, "reason": reason, "message": message,
                     "observedGeneration": t.generation,
-                    "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
-                }],
+                    "lastTransitionTime": now,
+                }, drifted],
             }});
             if let Err(e) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                tracing::warn!("status of Plugin {name}: {e}");
+                tracing::warn!("status of Plugin {name}: {}", crate::api_error(&e));
             }
-            if let Some((kind, reason)) = t.event.take() {
+            for (kind, reason, message) in std::mem::take(&mut t.events) {
                 let r = events::reference(PLUGIN_API, "Plugin", None, name, &t.uid);
-                rec.emit(&r, kind, &reason, message).await;
+                rec.emit(&r, kind, &reason, &message).await;
             }
         }
     }
@@ -402,6 +459,13 @@ impl Rollouts {
 fn follow(name: &str, t: &mut Tracked, status: &Value) -> Option<Rollout> {
     let s = t.spec.clone()?;
     if status["observedGeneration"].as_i64() != Some(t.generation) {
+        return None;
+    }
+    // An admin's act reaches every replica as a decision of its own, not
+    // through the leader's status.
+    let drifted =
+        status["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == "Drifted" && c["status"] == "True");
+    if drifted {
         return None;
     }
     let same = status["contentHash"].as_str().is_some() && status["contentHash"].as_str() == t.hash.as_deref();
@@ -416,7 +480,7 @@ fn follow(name: &str, t: &mut Tracked, status: &Value) -> Option<Rollout> {
         }
         _ => return None,
     };
-    Some(Rollout { key: name.to_string(), plugin: s.plugin.clone(), origin: s.source.describe(), change })
+    Some(rollout(name, t.generation, &s, change))
 }
 
 /// Fetches a source on the current runtime; the result goes to `tx`.

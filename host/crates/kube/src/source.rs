@@ -210,9 +210,14 @@ where
         // store syncs; the watch keeps trying and lists it once it appears.
         // One we may not list (RBAC) does too, and is reported as denied.
         let mut absent_told = false;
+        let mut retrying = crate::Retrying::default();
         while let Some(item) = stream.next().await {
             match item {
                 Ok(mut ev) => {
+                    // A relist starts with Init and may fail before it delivers anything.
+                    if !matches!(ev, Event::Init) {
+                        retrying.worked(what);
+                    }
                     if absent_told {
                         denied.lock().unwrap_or_else(|e| e.into_inner()).remove(what);
                     }
@@ -240,7 +245,7 @@ where
                         }
                     }
                 }
-                Err(e) => tracing::warn!("watch {what}: {e}; retrying"),
+                Err(e) => retrying.failed(what, &crate::watch_error(&e)),
             }
         }
     })

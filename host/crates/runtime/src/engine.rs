@@ -81,7 +81,14 @@ pub struct State {
     /// Hashes of the warnings and errors already logged (by any instance):
     /// a plugin that warns every session is shown once.
     said: Arc<Mutex<HashSet<u64>>>,
+    /// The reason the plugin gave for its current answer: a debug line
+    /// starting [`WHY`] logged during the call (the SDKs' `why`).
+    pub(super) why: Option<String>,
 }
+
+/// A log line with this prefix, at debug level, is the reason for the
+/// answer being given (a refusal, say) rather than a line for the log.
+pub const WHY: &str = "why: ";
 
 impl State {
     /// Readies a kept instance for another session: the new session's
@@ -203,6 +210,10 @@ legacy_host!(v0_4);
 
 impl host::Host for State {
     fn log(&mut self, level: Level, message: String) {
+        if let (Level::Debug, Some(why)) = (level, message.strip_prefix(WHY)) {
+            self.why = Some(tephra_model::text::one_line(why, LOG_LINE_BYTES).into_owned());
+            return;
+        }
         // Rate-limited by lines and bytes: a chatty plugin cannot flood the
         // scheduler's log, and one line cannot forge others.
         if self.logs_left == 0 || self.log_bytes_left == 0 {
@@ -377,6 +388,7 @@ impl Runtime {
             logs_left: LOG_LINES,
             log_bytes_left: LOG_BYTES,
             said: self.said.clone(),
+            why: None,
         }
     }
 

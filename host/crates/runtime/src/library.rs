@@ -10,14 +10,33 @@ use tephra_dispatch::backend::Backend;
 use tephra_dispatch::policy::{Policies, Slot};
 use tephra_model::config::SchedulerConfig;
 
+/// How a version that is not live came to be out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// Replaced by a newer version: a rollback brings it back.
+    Previous,
+    /// Rolled back from: kept so it can be rolled forward again.
+    RolledBackFrom,
+}
+
+impl Held {
+    pub fn name(self) -> &'static str {
+        match self {
+            Held::Previous => "previous",
+            Held::RolledBackFrom => "rolled-back-from",
+        }
+    }
+}
+
 /// Compiled plugins by name — the built-in set, overridden by `.wasm` files
-/// from a plugins directory — with the versions each replaced.
+/// from a plugins directory — with the other versions each has run, every
+/// one once (by content hash).
 #[derive(Clone)]
 pub struct Library {
     pub runtime: Runtime,
     plugins: BTreeMap<String, WasmPlugin>,
-    /// Earlier versions per plugin, newest last (for rollback).
-    history: BTreeMap<String, Vec<WasmPlugin>>,
+    /// Versions per plugin that are not live, the most recently live last.
+    history: BTreeMap<String, Vec<(WasmPlugin, Held)>>,
     /// Bumped by every promotion or rollback.
     pub generation: u64,
     /// Files of the plugins directory that were not loaded, each with why.
@@ -78,35 +97,102 @@ impl Library {
         self.plugins.keys().map(String::as_str)
     }
 
-    /// Earlier versions of a plugin, oldest first.
-    pub fn previous(&self, name: &str) -> &[WasmPlugin] {
+    /// The versions of a plugin that are not live, oldest first, each with
+    /// how it came to be out.
+    pub fn held(&self, name: &str) -> &[(WasmPlugin, Held)] {
         self.history.get(name).map_or(&[], Vec::as_slice)
     }
 
-    /// Makes `plugin` the live version of its name; the replaced one is
-    /// kept, up to [`HISTORY_MAX`] earlier versions (the oldest go).
+    /// Earlier versions of a plugin a rollback can bring back, oldest first.
+    pub fn previous(&self, name: &str) -> Vec<&WasmPlugin> {
+        self.held(name).iter().filter(|(_, h)| *h == Held::Previous).map(|(p, _)| p).collect()
+    }
+
+    /// A version of `name` the library holds (live or not), by content hash.
+    pub fn version(&self, name: &str, hash: &str) -> Option<&WasmPlugin> {
+        self.plugins
+            .get(name)
+            .filter(|p| p.hash() == hash)
+            .or_else(|| self.held(name).iter().map(|(p, _)| p).find(|p| p.hash() == hash))
+    }
+
+    /// Makes `plugin` the live version of its name; the replaced one is kept
+    /// as `previous`, up to [`HISTORY_MAX`] versions held (the oldest go).
     pub fn promote(&mut self, plugin: WasmPlugin) {
+        self.make_live(plugin, Held::Previous);
+    }
+
+    /// `plugin` live; the version it replaces held as `was`. A version held
+    /// already is taken out of the list rather than kept twice.
+    fn make_live(&mut self, plugin: WasmPlugin, was: Held) {
         let name = plugin.info().name.clone();
-        if let Some(old) = self.plugins.insert(name.clone(), plugin) {
-            let history = self.history.entry(name).or_default();
-            history.push(old);
-            if history.len() > HISTORY_MAX {
-                history.drain(..history.len() - HISTORY_MAX);
+        let history = self.history.entry(name.clone()).or_default();
+        history.retain(|(p, _)| p.hash() != plugin.hash());
+        if let Some(old) = self.plugins.insert(name, plugin.clone()) {
+            if old.hash() != plugin.hash() {
+                history.push((old, was));
             }
+        }
+        if history.len() > HISTORY_MAX {
+            history.drain(..history.len() - HISTORY_MAX);
         }
         self.generation += 1;
     }
 
-    /// Puts the previous version of `name` back.
+    /// Puts the latest previous version of `name` back; the version it
+    /// replaces stays held as rolled back from.
     pub fn rollback(&mut self, name: &str) -> Result<()> {
         let prev = self
-            .history
-            .get_mut(name)
-            .and_then(Vec::pop)
+            .held(name)
+            .iter()
+            .rev()
+            .find(|(_, h)| *h == Held::Previous)
+            .map(|(p, _)| p.clone())
             .ok_or_else(|| anyhow!("plugin {name}: no earlier version to roll back to"))?;
-        self.plugins.insert(name.to_string(), prev);
-        self.generation += 1;
+        self.make_live(prev, Held::RolledBackFrom);
         Ok(())
+    }
+
+    /// Puts the version `name` was last rolled back from live again.
+    pub fn forward(&mut self, name: &str) -> Result<()> {
+        let next = self
+            .held(name)
+            .iter()
+            .rev()
+            .find(|(_, h)| *h == Held::RolledBackFrom)
+            .map(|(p, _)| p.clone())
+            .ok_or_else(|| anyhow!("plugin {name}: no rolled-back version to roll forward to"))?;
+        self.make_live(next, Held::Previous);
+        Ok(())
+    }
+
+    /// Makes the held version `hash` of `name` live; the replaced one is
+    /// held as `was`. An unknown hash changes nothing.
+    pub fn pin(&mut self, name: &str, hash: &str, was: Held) -> Result<()> {
+        if self.get(name).is_some_and(|p| p.hash() == hash) {
+            return Ok(());
+        }
+        let p = self
+            .version(name, hash)
+            .cloned()
+            .ok_or_else(|| anyhow!("plugin {name}: version {hash} is not held here"))?;
+        self.make_live(p, was);
+        Ok(())
+    }
+
+    /// Keeps `plugin` as a held version of its name without running it
+    /// (a declared version an admin decision keeps out).
+    pub fn hold(&mut self, plugin: WasmPlugin, held: Held) {
+        let name = plugin.info().name.clone();
+        if self.get(&name).is_some_and(|p| p.hash() == plugin.hash()) {
+            return;
+        }
+        let history = self.history.entry(name).or_default();
+        history.retain(|(p, _)| p.hash() != plugin.hash());
+        history.push((plugin, held));
+        if history.len() > HISTORY_MAX {
+            history.drain(..history.len() - HISTORY_MAX);
+        }
     }
 
     /// Builds the tiers of `config`, with `replace` standing in for the plugin
@@ -153,7 +239,7 @@ pub fn named(p: WasmPlugin, f: &Path) -> Result<WasmPlugin> {
     Ok(p)
 }
 
-/// Earlier versions kept per plugin for rollback.
+/// Versions held per plugin besides the live one.
 pub const HISTORY_MAX: usize = 8;
 
 /// `.wasm` files of a directory, sorted.

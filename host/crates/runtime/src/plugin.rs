@@ -19,6 +19,9 @@ pub struct WasmPlugin {
     info: PluginInfo,
     origin: String,
     hash: String,
+    /// The component's bytes, when small enough to keep ([`KEEP_BYTES_MAX`]):
+    /// a version an admin decision makes live is stored with it.
+    bytes: Option<Arc<[u8]>>,
     imports: Vec<String>,
     live: Option<(Store<State>, Instance)>,
     /// The instance of the last session, for the next one.
@@ -30,6 +33,9 @@ pub struct WasmPlugin {
     /// This session's one-node rejection reasons, by code.
     reasons: Reasons,
 }
+
+/// Components up to this size keep their bytes beside the compiled code.
+pub const KEEP_BYTES_MAX: usize = 768 << 10;
 
 /// Sessions one instance serves before it is replaced.
 pub const SESSIONS_PER_INSTANCE: u32 = 1000;
@@ -97,6 +103,7 @@ impl WasmPlugin {
             info,
             origin: origin.to_string(),
             hash,
+            bytes: (bytes.len() <= KEEP_BYTES_MAX).then(|| Arc::from(bytes)),
             imports,
             live: None,
             idle: None,
@@ -128,11 +135,18 @@ impl WasmPlugin {
         &self.hash
     }
 
+    /// The component's bytes, if it is small enough for them to be kept.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.bytes.as_deref()
+    }
+
     fn with<R>(&mut self, f: impl FnOnce(&Instance, &mut Store<State>) -> wasmtime::Result<R>) -> Result<R, String> {
         let Some((store, plugin)) = self.live.as_mut() else {
             return Err("no live instance (it trapped earlier this session)".into());
         };
         store.set_epoch_deadline(self.runtime.deadline_ticks());
+        // A reason given belongs to the answer of this call only.
+        store.data_mut().why = None;
         match f(plugin, store) {
             Ok(r) => Ok(r),
             Err(e) => {
@@ -233,6 +247,10 @@ impl Backend for WasmPlugin {
         self.idle = None;
     }
 
+    fn why(&mut self) -> Option<String> {
+        self.live.as_mut().and_then(|(store, _)| store.data_mut().why.take())
+    }
+
     fn call(&mut self, call: Call<'_>) -> Result<Answer, String> {
         // Questions about one node take the scalar forms: no list to pass,
         // no post-return call.
@@ -262,6 +280,7 @@ impl Clone for WasmPlugin {
             info: self.info.clone(),
             origin: self.origin.clone(),
             hash: self.hash.clone(),
+            bytes: self.bytes.clone(),
             imports: self.imports.clone(),
             live: None,
             idle: None,

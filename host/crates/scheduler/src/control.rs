@@ -12,17 +12,49 @@ use tephra_model::resource::ResourceList;
 use tephra_runtime::WasmPlugin;
 use tephra_session::session::Outcome;
 
-/// A request to change plugin versions.
+/// What a request asks of a plugin's versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// Make the shadow live.
+    Promote,
+    /// Put the previous version back (the current one stays held).
+    Rollback,
+    /// Put the version last rolled back from live again.
+    Forward,
+}
+
+impl Verb {
+    pub fn parse(s: &str) -> Option<Verb> {
+        Some(match s {
+            "promote" => Verb::Promote,
+            "rollback" => Verb::Rollback,
+            "forward" => Verb::Forward,
+            _ => return None,
+        })
+    }
+}
+
+/// A request to change plugin versions, by someone.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Command {
-    /// Make the shadow of this plugin live.
-    Promote(String),
-    /// Put the previous version of this plugin back.
-    Rollback(String),
+pub struct Command {
+    pub verb: Verb,
+    pub plugin: String,
+    /// Who asks (as the admin surface authenticated them).
+    pub who: String,
+}
+
+/// Why a [`Command`] was not carried out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refusal {
+    /// No plugin of that name is loaded.
+    NotFound(String),
+    /// The plugin is there but the change cannot be made (no shadow, no
+    /// earlier version).
+    Conflict(String),
 }
 
 /// Where the answer to a [`Command`] goes.
-pub type Reply = Sender<Result<String, String>>;
+pub type Reply = Sender<Result<String, Refusal>>;
 
 /// A queue's figures after a cycle.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -48,10 +80,17 @@ pub struct PluginRow {
     pub version: String,
     pub hash: String,
     pub origin: String,
-    /// `live`, `previous` or `shadow`.
+    /// `live`, `shadow`, `previous` (a rollback brings it back) or
+    /// `rolled-back-from` (a roll-forward brings it back).
     pub state: &'static str,
     pub faults: u64,
     pub last_error: Option<String>,
+    /// On the live row: the latest act on the plugin (`rollback by admin
+    /// alice at …`), and where a source declares otherwise, one line each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<String>,
 }
 
 /// A driver's own figure (a gauge or a counter) for the metrics.
@@ -104,7 +143,7 @@ impl Handle {
 
     /// Queues a command; the answer arrives on the returned receiver once the
     /// loop reaches a cycle boundary. `None`: the loop is gone.
-    pub fn send(&self, cmd: Command) -> Option<Receiver<Result<String, String>>> {
+    pub fn send(&self, cmd: Command) -> Option<Receiver<Result<String, Refusal>>> {
         let (tx, rx) = channel();
         self.commands.send((cmd, tx)).ok().map(|_| rx)
     }
@@ -114,13 +153,10 @@ impl Control {
     /// Applies queued commands to the scheduler (between cycles).
     pub fn apply(&self, sched: &mut Scheduler) {
         for (cmd, reply) in self.commands.try_iter() {
-            let r = match &cmd {
-                Command::Promote(name) => sched.promote_shadow(name).map(|_| format!("promoted the shadow of {name}")),
-                Command::Rollback(name) => sched.rollback(name).map(|_| format!("rolled {name} back")),
-            };
+            let r = execute(sched, &cmd);
             // The table reflects the change before the caller hears back.
             self.status.lock().unwrap_or_else(|e| e.into_inner()).plugins = plugin_rows(sched);
-            let _ = reply.send(r.map_err(|e| e.to_string()));
+            let _ = reply.send(r);
         }
     }
 
@@ -136,7 +172,23 @@ impl Control {
     }
 }
 
-/// Every version the scheduler holds: live, earlier ones, shadows.
+/// Carries out one admin command on the scheduler.
+fn execute(sched: &mut Scheduler, cmd: &Command) -> Result<String, Refusal> {
+    let name = cmd.plugin.as_str();
+    if !sched.library.has(name) {
+        return Err(Refusal::NotFound(format!("no plugin {name} is loaded")));
+    }
+    let by = crate::intent::Actor::Admin(cmd.who.clone());
+    let done = match cmd.verb {
+        Verb::Promote => sched.promote_shadow(name, by).map(|_| format!("promoted the shadow of {name}")),
+        Verb::Rollback => sched.rollback(name, by).map(|_| format!("rolled {name} back")),
+        Verb::Forward => sched.forward(name, by).map(|_| format!("rolled {name} forward")),
+    };
+    let live = sched.live_hash(name).unwrap_or_default();
+    done.map(|m| format!("{m}: version {live} is live")).map_err(|e| Refusal::Conflict(e.to_string()))
+}
+
+/// Every version the scheduler holds: live, shadows, and those held.
 pub fn plugin_rows(sched: &Scheduler) -> Vec<PluginRow> {
     let row = |p: &WasmPlugin, state: &'static str| {
         let name = p.info().name.clone();
@@ -147,15 +199,25 @@ pub fn plugin_rows(sched: &Scheduler) -> Vec<PluginRow> {
             state,
             faults: sched.stats.plugins.get(&name).map_or(0, |s| s.2),
             last_error: sched.last_errors.get(&name).cloned(),
+            decided: None,
+            drift: Vec::new(),
             name,
         }
     };
     let mut rows = Vec::new();
     for name in sched.library.names() {
-        rows.extend(sched.library.get(name).map(|p| row(p, "live")));
-        rows.extend(sched.library.previous(name).iter().rev().map(|p| row(p, "previous")));
+        if let Some(p) = sched.library.get(name) {
+            let mut live = row(p, "live");
+            live.decided = sched.intent.latest(name).map(crate::intent::Act::describe);
+            let shadow = sched.shadows.get(name).map(|s| s.hash());
+            live.drift = sched.intent.drift(name, Some(p.hash()), shadow);
+            rows.push(live);
+        }
+        rows.extend(sched.shadows.get(name).map(|p| row(p, "shadow")));
+        rows.extend(sched.library.held(name).iter().rev().map(|(p, h)| row(p, h.name())));
     }
-    rows.extend(sched.shadows.values().map(|p| row(p, "shadow")));
+    // A shadow with no live version beside it (none of its name is loaded).
+    rows.extend(sched.shadows.iter().filter(|(n, _)| !sched.library.has(n)).map(|(_, p)| row(p, "shadow")));
     rows
 }
 

@@ -6,6 +6,7 @@
 //! it shares with an admin surface.
 
 pub mod control;
+pub mod intent;
 pub mod metrics;
 pub mod rollout;
 pub mod run;
@@ -13,6 +14,7 @@ pub mod scheduler;
 pub mod shadow;
 pub mod usage;
 
+pub use intent::{Act, Actor, Declared, Intent};
 pub use run::{Cycle, Driver, Loop};
 pub use scheduler::{Scheduler, Stats};
 pub use shadow::ShadowDiff;

@@ -3,6 +3,7 @@
 //! promoted or rolled back between two cycles, each with its outcome
 //! reported back to the driver under the key it gave.
 
+use crate::intent::{Act, Actor, Declared};
 use crate::scheduler::Scheduler;
 use anyhow::{bail, Result};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -21,6 +22,12 @@ pub enum Change {
     Rollback,
     /// The shadow of `plugin` goes away.
     DropShadow,
+    /// The declaration goes away (its object was deleted); what runs stays.
+    Undeclare,
+    /// A decision made elsewhere (another replica, or before a restart) is
+    /// made true here; `bytes` carry its version when this replica may not
+    /// hold it.
+    Adopt { act: Act, bytes: Option<Vec<u8>> },
 }
 
 /// One declared change, by the driver's key (its object).
@@ -31,6 +38,10 @@ pub struct Rollout {
     pub plugin: String,
     /// Where the component came from, for messages.
     pub origin: String,
+    /// Who declares it (`Plugin prefer`), and the declaration as of now
+    /// (`Plugin prefer@3`: a new generation is a new declaration).
+    pub source: String,
+    pub declaration: String,
     pub change: Change,
 }
 
@@ -39,6 +50,9 @@ pub struct Rolled {
     pub key: String,
     /// The version now live or shadowing (its content hash), or why not.
     pub result: Result<String, String>,
+    /// The admin decision that keeps the declared version out, when one
+    /// does (the version is held, not run).
+    pub held_by: Option<Act>,
 }
 
 /// A component compiled off the loop.
@@ -64,6 +78,7 @@ impl Rollouts {
             for r in rx {
                 let bytes = match &r.change {
                     Change::Live { bytes } | Change::Shadow { bytes } => bytes.as_slice(),
+                    Change::Adopt { bytes: Some(bytes), .. } => bytes.as_slice(),
                     _ => &[],
                 };
                 let plugin = WasmPlugin::load(&runtime, bytes, &r.origin);
@@ -77,8 +92,8 @@ impl Rollouts {
 
     /// Queues `r`: a component is compiled now, everything lands between cycles.
     pub fn submit(&mut self, r: Rollout) {
-        match r.change {
-            Change::Live { .. } | Change::Shadow { .. } => {
+        match &r.change {
+            Change::Live { .. } | Change::Shadow { .. } | Change::Adopt { bytes: Some(_), .. } => {
                 let _ = self.jobs.send(r);
             }
             _ => self.direct.push(r),
@@ -90,24 +105,40 @@ impl Rollouts {
         let mut out = Vec::new();
         for c in self.done.try_iter().collect::<Vec<_>>() {
             let r = c.rollout;
-            let result = c.plugin.and_then(|p| land(sched, &r, p)).map_err(|e| format!("{e:#}").replace('\n', " "));
-            out.push(Rolled { key: r.key, result });
+            let mut held_by = None;
+            let result = match r.change {
+                // A stored component that does not compile here is no
+                // reason to refuse what this replica already holds.
+                Change::Adopt { act, .. } => sched.adopt(act, c.plugin.ok()).map(|_| live_hash(sched, &r.plugin)),
+                _ => c.plugin.and_then(|p| land(sched, &r, p, &mut held_by)),
+            };
+            out.push(Rolled { key: r.key, result: result.map_err(|e| one_line(&e)), held_by });
         }
         for r in std::mem::take(&mut self.direct) {
             let name = r.plugin.as_str();
+            let by = Actor::Source(r.source.clone());
             let result = match r.change {
-                Change::Promote => sched.promote_shadow(name).map(|_| live_hash(sched, name)),
-                Change::Rollback => sched.rollback(name).map(|_| live_hash(sched, name)),
+                Change::Promote => sched.promote_shadow(name, by).map(|_| live_hash(sched, name)),
+                Change::Rollback => sched.rollback(name, by).map(|_| live_hash(sched, name)),
                 Change::DropShadow => {
-                    sched.shadows.remove(name);
+                    sched.drop_shadow(name, by);
                     Ok(String::new())
                 }
+                Change::Undeclare => {
+                    sched.intent.declare(&r.source, None);
+                    Ok(String::new())
+                }
+                Change::Adopt { act, .. } => sched.adopt(act, None).map(|_| live_hash(sched, name)),
                 Change::Live { .. } | Change::Shadow { .. } => unreachable!("compiled first"),
             };
-            out.push(Rolled { key: r.key, result: result.map_err(|e| format!("{e:#}").replace('\n', " ")) });
+            out.push(Rolled { key: r.key, result: result.map_err(|e| one_line(&e)), held_by: None });
         }
         out
     }
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
 }
 
 fn live_hash(sched: &Scheduler, name: &str) -> String {
@@ -115,20 +146,35 @@ fn live_hash(sched: &Scheduler, name: &str) -> String {
 }
 
 /// A compiled component made live or a shadow, when it is the plugin the
-/// declaration names.
-fn land(sched: &mut Scheduler, r: &Rollout, p: WasmPlugin) -> Result<String> {
+/// declaration names — or held, not run, where an admin decision made
+/// over this very declaration stands (`held_by` says which).
+fn land(sched: &mut Scheduler, r: &Rollout, p: WasmPlugin, held_by: &mut Option<Act>) -> Result<String> {
     let name = p.info().name.clone();
     if name != r.plugin {
         bail!("{}: the component calls itself {name:?}, not {:?}", r.origin, r.plugin);
     }
     let hash = p.hash().to_string();
-    match r.change {
-        Change::Live { .. } => {
-            sched.swap_compiled(p)?;
+    let shadow = matches!(r.change, Change::Shadow { .. });
+    let declared = Declared {
+        plugin: name.clone(),
+        source: r.source.clone(),
+        version: hash.clone(),
+        shadow,
+        key: r.declaration.clone(),
+    };
+    sched.intent.declare(&r.source, Some(declared));
+    if let Some(act) = sched.intent.held_by_admin(&name, &r.declaration).cloned() {
+        if !shadow && act.version != hash {
+            sched.hold_compiled(p)?;
+            *held_by = Some(act);
+            return Ok(hash);
         }
-        _ => {
-            sched.set_shadow_compiled(p)?;
-        }
+    }
+    let by = Actor::Source(r.source.clone());
+    if shadow {
+        sched.set_shadow_compiled(p, by)?;
+    } else if sched.live_hash(&name).as_deref() != Some(hash.as_str()) {
+        sched.swap_compiled(p, by)?;
     }
     Ok(hash)
 }

@@ -4,12 +4,14 @@
 //! scheduler runs a cycle on it, and the driver applies the outcome.
 
 use crate::control::{queue_rows, Control, Figure, QueueRow};
+use crate::intent::{Act, Actor, Declared};
 use crate::rollout::{Rolled, Rollout, Rollouts};
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Notice, Scheduler};
 use crate::shadow::ShadowDiff;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tephra_dispatch::backend::Backend;
 use tephra_model::cluster::Cluster;
 use tephra_model::config::SchedulerConfig;
 use tephra_runtime::content_hash;
@@ -25,6 +27,10 @@ pub struct Cycle<'a> {
     /// The live version (content hash) of each plugin after the cycle (an
     /// automatic rollback shows here).
     pub live: &'a [(String, String)],
+    /// The version (content hash) of each shadow.
+    pub shadow_versions: &'a [(String, String)],
+    /// Who made each plugin's versions what they are.
+    pub intent: &'a crate::intent::Intent,
 }
 
 /// Where cluster changes come from and where decisions go: the simulator
@@ -41,7 +47,7 @@ pub trait Driver {
     /// Applies a cycle's decisions to the world and to `cluster` (`None`:
     /// the cycle was sat out). `notices` are what happened to plugin
     /// versions and the config since the last step.
-    fn apply(&mut self, cluster: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) -> Self::Report;
+    fn apply(&mut self, cluster: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<Notice>) -> Self::Report;
 
     /// Waits until the next cycle is due; `false` ends the loop.
     fn wait(&mut self, last: &Self::Report) -> bool;
@@ -71,6 +77,11 @@ pub trait Driver {
 
     /// What became of declared versions, between cycles.
     fn rolled(&mut self, _done: Vec<Rolled>) {}
+
+    /// Acts on plugin versions made here since the last step (`tephra run`
+    /// keeps admin decisions in the API server, so they outlive a restart
+    /// and reach the other replicas).
+    fn acted(&mut self, _acts: &[Act], _scheduler: &Scheduler) {}
 
     /// Persists a queue's decayed usage (the [`crate::usage::USAGE`]
     /// annotation); the simulator keeps it on the cluster's Queue.
@@ -124,9 +135,21 @@ impl<D: Driver> Loop<D> {
     /// Everything that lands between two cycles.
     fn between_cycles(&mut self) {
         for staged in self.plugins.iter().flat_map(Watcher::ready) {
-            if let Err(e) = staged.plugin.and_then(|p| self.scheduler.swap_compiled(p)) {
+            let landed = staged.plugin.and_then(|p| {
+                let source = format!("file {}", staged.origin);
+                let d = Declared {
+                    plugin: p.info().name.clone(),
+                    source: source.clone(),
+                    version: p.hash().to_string(),
+                    shadow: false,
+                    key: format!("{source}@{}", p.hash()),
+                };
+                self.scheduler.intent.declare(&source, Some(d));
+                self.scheduler.swap_compiled(p, Actor::Source(source))
+            });
+            if let Err(e) = landed {
                 let why = format!("{e:#}").replace('\n', " ");
-                self.scheduler.notices.push(format!("rejected {}: {why}", staged.origin));
+                self.scheduler.notices.push(Notice::warn(format!("rejected {}: {why}", staged.origin)));
             }
         }
         if let Some(c) = &mut self.config {
@@ -136,9 +159,10 @@ impl<D: Driver> Loop<D> {
                 match SchedulerConfig::read(&c.path) {
                     Ok(config) => {
                         self.scheduler.set_config(config);
-                        self.scheduler.notices.push(format!("reloaded {}", c.path.display()));
+                        self.scheduler.notices.push(Notice::info(format!("reloaded {}", c.path.display())));
+                        self.scheduler.warn_unused_plugins();
                     }
-                    Err(e) => self.scheduler.notices.push(format!("kept the previous config: {e:#}")),
+                    Err(e) => self.scheduler.notices.push(Notice::warn(format!("kept the previous config: {e:#}"))),
                 }
             }
         }
@@ -146,6 +170,15 @@ impl<D: Driver> Loop<D> {
             c.apply(&mut self.scheduler);
         }
         self.land_rollouts();
+        self.report_acts();
+    }
+
+    /// Hands the acts made since the last call to the driver.
+    fn report_acts(&mut self) {
+        let acts = self.scheduler.intent.take_fresh();
+        if !acts.is_empty() {
+            self.driver.acted(&acts, &self.scheduler);
+        }
     }
 
     /// Declared plugin versions: queued for compiling, landed when compiled.
@@ -154,7 +187,7 @@ impl<D: Driver> Loop<D> {
         if self.rollouts.is_none() && !declared.is_empty() {
             match Rollouts::spawn(self.scheduler.library.runtime.clone()) {
                 Ok(r) => self.rollouts = Some(r),
-                Err(e) => self.scheduler.notices.push(format!("plugin rollouts cannot start: {e:#}")),
+                Err(e) => self.scheduler.notices.push(Notice::warn(format!("plugin rollouts cannot start: {e:#}"))),
             }
         }
         let Some(r) = &mut self.rollouts else { return };
@@ -191,8 +224,18 @@ impl<D: Driver> Loop<D> {
             .names()
             .filter_map(|n| Some((n.to_string(), self.scheduler.library.get(n)?.hash().to_string())))
             .collect();
-        let cycle = Cycle { outcome: &outcome, shadows: &shadows, live: &live };
+        let shadow_versions: Vec<(String, String)> =
+            self.scheduler.shadows.iter().map(|(n, p)| (n.clone(), p.hash().to_string())).collect();
+        let cycle = Cycle {
+            outcome: &outcome,
+            shadows: &shadows,
+            live: &live,
+            shadow_versions: &shadow_versions,
+            intent: &self.scheduler.intent,
+        };
         let report = self.driver.apply(&mut self.cluster, Some(cycle), notices);
+        // A rollback of a faulting version is an act too.
+        self.report_acts();
         self.scheduler.shadow_diffs = shadows;
         self.publish(true, Some(&outcome));
         report
@@ -209,10 +252,11 @@ impl<D: Driver> Loop<D> {
             Some(l) if l.half_life_ms == half_life => l,
             slot => {
                 let (l, warnings) = crate::usage::Ledger::adopt(&self.cluster, half_life, persist);
-                self.scheduler.notices.extend(warnings);
+                self.scheduler.notices.extend(warnings.into_iter().map(Notice::warn));
                 if !l.queues.is_empty() {
                     let names: Vec<&str> = l.queues.keys().map(String::as_str).collect();
-                    self.scheduler.notices.push(format!("adopted the decayed usage of queues {}", names.join(", ")));
+                    let adopted = format!("adopted the decayed usage of queues {}", names.join(", "));
+                    self.scheduler.notices.push(Notice::info(adopted));
                 }
                 slot.insert(l)
             }

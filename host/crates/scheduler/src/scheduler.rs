@@ -3,6 +3,7 @@
 //! rebuilds its tiers whenever the library changes, so a swap takes effect
 //! exactly between two cycles.
 
+use crate::intent::{Actor, Intent};
 use crate::shadow::{self, ShadowDiff};
 use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
@@ -15,9 +16,42 @@ use tephra_dispatch::policy::Policies;
 use tephra_model::cache::SnapshotCache;
 use tephra_model::cluster::Cluster;
 use tephra_model::config::SchedulerConfig;
+use tephra_runtime::library::Held;
 use tephra_runtime::{staging, Library, WasmPlugin};
 use tephra_session::reservation::Reservations;
 use tephra_session::session::{Decision, Names, Outcome, Session, StatusOverrides};
+
+/// How much a notice matters to the person reading the logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// Routine: a swap, a reload, a promotion asked for.
+    Info,
+    /// Needs a person: a rejected version, a config kept, a rollback on faults.
+    Warn,
+}
+
+/// What happened to plugin versions or the config between two cycles.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    pub level: Level,
+    pub text: String,
+}
+
+impl Notice {
+    pub fn info(text: impl Into<String>) -> Notice {
+        Notice { level: Level::Info, text: text.into() }
+    }
+
+    pub fn warn(text: impl Into<String>) -> Notice {
+        Notice { level: Level::Warn, text: text.into() }
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
 
 /// Counters of a running scheduler (exported as metrics).
 #[derive(Clone, Debug, Default)]
@@ -66,8 +100,9 @@ pub struct Scheduler {
     last_plugin_secs: Vec<(String, f64)>,
     /// The latest fault message per plugin.
     pub last_errors: BTreeMap<String, String>,
-    /// What happened to plugin versions, for reports (cleared by the caller).
-    pub notices: Vec<String>,
+    /// What happened to plugin versions and the config, for reports and
+    /// logs (cleared by the caller).
+    pub notices: Vec<Notice>,
     /// Reservation targets and locked nodes, carried from cycle to cycle.
     pub reservations: Reservations,
     /// Decayed usage per queue, when the config orders by it.
@@ -76,6 +111,8 @@ pub struct Scheduler {
     pub sessions: SnapshotCache,
     /// How each shadow's decisions differed from the live ones in the last cycle.
     pub shadow_diffs: Vec<ShadowDiff>,
+    /// Who made each plugin's versions what they are, and what the sources declare.
+    pub intent: Intent,
 }
 
 impl Scheduler {
@@ -103,6 +140,7 @@ impl Scheduler {
             last_plugin_secs: Vec::new(),
             sessions: SnapshotCache::default(),
             shadow_diffs: Vec::new(),
+            intent: Intent::default(),
         }
     }
 
@@ -114,9 +152,9 @@ impl Scheduler {
         if (old.call_deadline_ms, old.memory_per_plugin, old.memory_total)
             != (new.call_deadline_ms, new.memory_per_plugin, new.memory_total)
         {
-            self.notices.push(
-                "limits.callDeadline, memoryPerPlugin and memoryTotal changed: they apply at the next start".into(),
-            );
+            self.notices.push(Notice::warn(
+                "limits.callDeadline, memoryPerPlugin and memoryTotal changed: they apply at the next start",
+            ));
         }
         self.config = config;
         self.built_for = u64::MAX;
@@ -132,25 +170,41 @@ impl Scheduler {
     }
 
     /// Compiles and validates a new version of a plugin and makes it live
-    /// between this cycle and the next. A version failing validation never
-    /// replaces the running one.
+    /// between this cycle and the next, `origin` acting. A version failing
+    /// validation never replaces the running one.
     pub fn swap(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
         let compiled = WasmPlugin::load(&self.library.runtime, bytes, origin)?;
-        self.swap_compiled(compiled)
+        self.swap_compiled(compiled, Actor::Source(origin.to_string()))
     }
 
     /// Like [`Scheduler::swap`] for a component compiled elsewhere (the watcher).
-    pub fn swap_compiled(&mut self, compiled: WasmPlugin) -> Result<String> {
+    pub fn swap_compiled(&mut self, compiled: WasmPlugin, by: Actor) -> Result<String> {
         let origin = compiled.origin_name();
         let staged = staging::validate(compiled, self.last_snapshot.as_ref(), &self.config)?;
         let name = staged.info().name.clone();
         let hash = staged.hash().to_string();
+        let replaced = self.live_hash(&name);
         self.library.promote(staged);
         self.fault_streak.remove(&name);
         self.on_probation.retain(|n| *n != name);
         self.on_probation.push(name.clone());
         self.stats.swaps += 1;
-        self.notices.push(format!("swapped plugin {name} to version {hash} from {origin}"));
+        self.intent.record(&name, "live", &hash, replaced, by);
+        self.notices.push(Notice::info(format!("swapped plugin {name} to version {hash} from {origin}")));
+        if !self.config.plugin_names().any(|n| *n == name) {
+            self.notices.push(Notice::warn(format!(
+                "plugin {name} (from {origin}) is loaded but no tier of the scheduler config names it: it does nothing"
+            )));
+        }
+        Ok(name)
+    }
+
+    /// Keeps a validated version of a plugin without running it: a declared
+    /// version an admin decision keeps out (shown as rolled back from).
+    pub fn hold_compiled(&mut self, compiled: WasmPlugin) -> Result<String> {
+        let staged = staging::validate(compiled, self.last_snapshot.as_ref(), &self.config)?;
+        let name = staged.info().name.clone();
+        self.library.hold(staged, Held::RolledBackFrom);
         Ok(name)
     }
 
@@ -158,43 +212,136 @@ impl Scheduler {
     /// its decisions are compared with the live ones and never applied.
     pub fn set_shadow(&mut self, bytes: &[u8], origin: &str) -> Result<String> {
         let compiled = WasmPlugin::load(&self.library.runtime, bytes, origin)?;
-        self.set_shadow_compiled(compiled)
+        self.set_shadow_compiled(compiled, Actor::Source(origin.to_string()))
     }
 
     /// Like [`Scheduler::set_shadow`] for a component compiled elsewhere.
-    pub fn set_shadow_compiled(&mut self, compiled: WasmPlugin) -> Result<String> {
+    pub fn set_shadow_compiled(&mut self, compiled: WasmPlugin, by: Actor) -> Result<String> {
         let origin = compiled.origin_name();
         let staged = staging::validate(compiled, self.last_snapshot.as_ref(), &self.config)?;
         let name = staged.info().name.clone();
         if !self.config.plugin_names().any(|n| n == name) {
             bail!("{origin}: plugin {name:?} is not in the scheduler config, so it has nothing to shadow");
         }
-        self.notices.push(format!("shadow of plugin {name} loaded: version {} from {origin}", staged.hash()));
+        let hash = staged.hash().to_string();
+        self.notices.push(Notice::info(format!("shadow of plugin {name} loaded: version {hash} from {origin}")));
         self.shadows.insert(name.clone(), staged);
+        let live = self.live_hash(&name);
+        self.intent.record(&name, "shadow", &hash, live, by);
         Ok(name)
     }
 
+    /// Drops the shadow of a plugin.
+    pub fn drop_shadow(&mut self, name: &str, by: Actor) {
+        if let Some(s) = self.shadows.remove(name) {
+            let live = self.live_hash(name);
+            self.intent.record(name, "drop-shadow", s.hash(), live, by);
+            self.notices.push(Notice::info(format!("shadow of plugin {name} dropped")));
+        }
+    }
+
     /// Makes a shadow the live version.
-    pub fn promote_shadow(&mut self, name: &str) -> Result<()> {
+    pub fn promote_shadow(&mut self, name: &str, by: Actor) -> Result<()> {
         let s = self.shadows.remove(name).ok_or_else(|| anyhow!("plugin {name}: no shadow loaded"))?;
         let hash = s.hash().to_string();
+        let replaced = self.live_hash(name);
         self.library.promote(s);
         self.on_probation.retain(|n| n != name);
         self.on_probation.push(name.to_string());
         self.stats.swaps += 1;
-        self.notices.push(format!("promoted the shadow of plugin {name} (version {hash}) to live"));
+        let act = self.intent.record(name, "promote", &hash, replaced, by);
+        self.notices.push(Notice::info(format!(
+            "promoted the shadow of plugin {name} (version {hash}) to live ({})",
+            act.by.describe()
+        )));
         Ok(())
     }
 
-    /// Puts the previous version of a plugin back.
-    pub fn rollback(&mut self, name: &str) -> Result<()> {
+    /// Puts the previous version of a plugin back; the one it replaces is
+    /// kept, so it can be rolled forward.
+    pub fn rollback(&mut self, name: &str, by: Actor) -> Result<()> {
+        let replaced = self.live_hash(name);
         self.library.rollback(name)?;
         self.fault_streak.remove(name);
         self.on_probation.retain(|n| n != name);
         self.stats.rollbacks += 1;
-        let hash = self.library.get(name).map(|p| p.hash().to_string()).unwrap_or_default();
-        self.notices.push(format!("rolled plugin {name} back to version {hash}"));
+        let hash = self.live_hash(name).unwrap_or_default();
+        let act = self.intent.record(name, "rollback", &hash, replaced, by);
+        let level = if act.by == Actor::Faults { Level::Warn } else { Level::Info };
+        self.notices.push(Notice {
+            level,
+            text: format!("rolled plugin {name} back to version {hash} ({})", act.by.describe()),
+        });
         Ok(())
+    }
+
+    /// Puts the version a plugin was last rolled back from live again.
+    pub fn forward(&mut self, name: &str, by: Actor) -> Result<()> {
+        let replaced = self.live_hash(name);
+        self.library.forward(name)?;
+        self.on_probation.retain(|n| n != name);
+        self.on_probation.push(name.to_string());
+        let hash = self.live_hash(name).unwrap_or_default();
+        let act = self.intent.record(name, "forward", &hash, replaced, by);
+        self.notices
+            .push(Notice::info(format!("rolled plugin {name} forward to version {hash} ({})", act.by.describe())));
+        Ok(())
+    }
+
+    /// Makes an act decided elsewhere (another replica; this one before a
+    /// restart) true here: its version live, the replaced one held. The
+    /// version must be held already or come as `compiled`.
+    pub fn adopt(&mut self, act: crate::intent::Act, compiled: Option<WasmPlugin>) -> Result<()> {
+        let name = act.plugin.clone();
+        if self.intent.latest(&name).is_some_and(|a| a.at_ms >= act.at_ms) {
+            return Ok(()); // made here, or older than what was done here since
+        }
+        let was = if act.verb == "rollback" { Held::RolledBackFrom } else { Held::Previous };
+        if self.library.version(&name, &act.version).is_none() {
+            let p = compiled.ok_or_else(|| {
+                anyhow!("plugin {name}: version {} ({}) is not held here", act.version, act.describe())
+            })?;
+            if p.hash() != act.version {
+                bail!("plugin {name}: the stored component is version {}, not {}", p.hash(), act.version);
+            }
+            self.library.hold(p, Held::Previous);
+        }
+        if self.live_hash(&name).as_deref() != Some(act.version.as_str()) {
+            self.library.pin(&name, &act.version, was)?;
+            self.fault_streak.remove(&name);
+            self.notices.push(Notice::info(format!(
+                "plugin {name}: version {} live, as decided ({})",
+                act.version,
+                act.describe()
+            )));
+        }
+        if act.verb == "promote" {
+            self.shadows.remove(&name);
+        }
+        self.intent.adopt(act);
+        Ok(())
+    }
+
+    /// A warning for each plugin loaded from outside (a file, a flag, a
+    /// Plugin object) that no tier of the config names: it does nothing.
+    pub fn warn_unused_plugins(&mut self) {
+        let named: std::collections::BTreeSet<&str> = self.config.plugin_names().collect();
+        let mut warnings = Vec::new();
+        for name in self.library.names() {
+            let Some(p) = self.library.get(name) else { continue };
+            let origin = p.origin_name();
+            if !named.contains(name) && !origin.starts_with("built-in ") {
+                warnings.push(Notice::warn(format!(
+                    "plugin {name} (from {origin}) is loaded but no tier of the scheduler config names it: it does nothing"
+                )));
+            }
+        }
+        self.notices.extend(warnings);
+    }
+
+    /// The live version (content hash) of a plugin.
+    pub fn live_hash(&self, name: &str) -> Option<String> {
+        self.library.get(name).map(|p| p.hash().to_string())
     }
 
     /// Runs one cycle over `cluster`.
@@ -352,11 +499,11 @@ impl Scheduler {
             .cloned()
             .collect();
         for name in due {
-            if self.rollback(&name).is_ok() {
-                self.notices.push(format!(
+            if self.rollback(&name, Actor::Faults).is_ok() {
+                self.notices.push(Notice::warn(format!(
                     "plugin {name} faulted {} cycles in a row after its promotion; rolled back",
                     self.rollback_after
-                ));
+                )));
             }
         }
     }

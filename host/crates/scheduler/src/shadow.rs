@@ -2,14 +2,18 @@
 //! and seed; its decisions are compared with the live ones, never applied.
 
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tephra_session::session::{phase_name, Decision, Outcome};
 
-/// How a shadow's decisions differ from the live ones in one cycle.
+/// How a shadow's decisions differ from the live ones in one cycle, one
+/// entry per pod or job decided differently: a pod both bind, to different
+/// nodes, is one difference (`moved`), not two.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ShadowDiff {
     pub plugin: String,
-    /// Binds (`pod → node`) only the live / only the shadow version made.
+    /// Pods both bind, to different nodes (`pod: live n1, shadow n2`).
+    pub moved: Vec<String>,
+    /// Binds (`pod → node`) of pods only the live / only the shadow version binds.
     pub binds_live_only: Vec<String>,
     pub binds_shadow_only: Vec<String>,
     pub evictions_live_only: Vec<String>,
@@ -27,8 +31,9 @@ impl ShadowDiff {
     }
 
     /// Differing decisions by kind (the field names).
-    pub fn by_kind(&self) -> [(&'static str, usize); 5] {
+    pub fn by_kind(&self) -> [(&'static str, usize); 6] {
         [
+            ("moved", self.moved.len()),
             ("binds_live_only", self.binds_live_only.len()),
             ("binds_shadow_only", self.binds_shadow_only.len()),
             ("evictions_live_only", self.evictions_live_only.len()),
@@ -38,13 +43,33 @@ impl ShadowDiff {
     }
 }
 
-fn decisions(out: &Outcome) -> (BTreeSet<String>, BTreeSet<String>) {
-    let mut binds = BTreeSet::new();
+impl ShadowDiff {
+    /// The first `n` differences as one line, for a log.
+    pub fn summary(&self, n: usize) -> String {
+        let all: Vec<&String> = self
+            .moved
+            .iter()
+            .chain(&self.binds_live_only)
+            .chain(&self.binds_shadow_only)
+            .chain(&self.evictions_live_only)
+            .chain(&self.evictions_shadow_only)
+            .chain(&self.phases)
+            .collect();
+        let shown: Vec<&str> = all.iter().take(n).map(|s| s.as_str()).collect();
+        let more = all.len().saturating_sub(n);
+        let tail = if more > 0 { format!("; {more} more") } else { String::new() };
+        format!("{}{tail}", shown.join("; "))
+    }
+}
+
+/// Binds as pod → node, and evicted pods.
+fn decisions(out: &Outcome) -> (BTreeMap<String, String>, BTreeSet<String>) {
+    let mut binds = BTreeMap::new();
     let mut evictions = BTreeSet::new();
     for d in &out.decisions {
         match d {
             Decision::Bind { task, node } => {
-                binds.insert(format!("{} → {}", out.names.tasks[*task as usize], out.names.nodes[*node as usize]));
+                binds.insert(out.names.tasks[*task as usize].clone(), out.names.nodes[*node as usize].clone());
             }
             Decision::Evict { task, .. } => {
                 evictions.insert(out.names.tasks[*task as usize].clone());
@@ -60,6 +85,13 @@ pub fn diff(plugin: &str, live: &Outcome, shadow: &Outcome) -> ShadowDiff {
     let (lb, le) = decisions(live);
     let (sb, se) = decisions(shadow);
     let only = |a: &BTreeSet<String>, b: &BTreeSet<String>| a.difference(b).cloned().collect();
+    let bound_only = |a: &BTreeMap<String, String>, b: &BTreeMap<String, String>| -> Vec<String> {
+        a.iter().filter(|(p, _)| !b.contains_key(*p)).map(|(p, n)| format!("{p} → {n}")).collect()
+    };
+    let moved = lb
+        .iter()
+        .filter_map(|(p, l)| sb.get(p).filter(|s| *s != l).map(|s| format!("{p}: live {l}, shadow {s}")))
+        .collect();
     let phases = live
         .job_phase
         .iter()
@@ -70,8 +102,9 @@ pub fn diff(plugin: &str, live: &Outcome, shadow: &Outcome) -> ShadowDiff {
         .collect();
     ShadowDiff {
         plugin: plugin.to_string(),
-        binds_live_only: only(&lb, &sb),
-        binds_shadow_only: only(&sb, &lb),
+        moved,
+        binds_live_only: bound_only(&lb, &sb),
+        binds_shadow_only: bound_only(&sb, &lb),
         evictions_live_only: only(&le, &se),
         evictions_shadow_only: only(&se, &le),
         phases,

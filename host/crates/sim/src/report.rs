@@ -144,6 +144,9 @@ impl CycleReport {
             if d.count() == 0 {
                 line("shadow", format!("{}: same decisions", d.plugin));
             }
+            for m in &d.moved {
+                line("shadow", format!("{} would place {m}", d.plugin));
+            }
             for b in &d.binds_shadow_only {
                 line("shadow", format!("{} would bind {b}", d.plugin));
             }

@@ -536,7 +536,12 @@ impl Driver for Sim {
         Some((self.time * 1000.0) as i64)
     }
 
-    fn apply(&mut self, c: &mut Cluster, cycle: Option<Cycle<'_>>, notices: Vec<String>) -> CycleReport {
+    fn apply(
+        &mut self,
+        c: &mut Cluster,
+        cycle: Option<Cycle<'_>>,
+        notices: Vec<tephra_scheduler::scheduler::Notice>,
+    ) -> CycleReport {
         if let Some(Cycle { outcome: out, shadows, .. }) = cycle {
             self.apply_decisions(c, out);
             let r = &mut self.report;
@@ -584,7 +589,7 @@ impl Driver for Sim {
                 })
                 .collect();
         }
-        self.report.notices = notices;
+        self.report.notices = notices.into_iter().map(|n| n.text).collect();
         let report = std::mem::take(&mut self.report);
         self.time += self.options.period;
         if self.options.skip_idle && !self.realtime && report.is_quiet() {
