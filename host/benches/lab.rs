@@ -78,7 +78,7 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     for period in periods {
-        let options = Options { max_cycles: usize::MAX, period, hypernode_labels: vec![], skip_idle: true };
+        let options = Options { max_cycles: usize::MAX, period, skip_idle: true, ..Default::default() };
         let t = Instant::now();
         let s = lab::run(&variant, &workload, None, options, &mut |_, _, _| {}).unwrap();
         let wall = t.elapsed().as_secs_f64();

@@ -96,6 +96,43 @@ enum Command {
         #[arg(long, default_value_t = 100_000)]
         horizon: usize,
     },
+    /// Check the lab's forecast against a live cluster (docs/lab.md, "Fidelity"): the workload
+    /// runs in the simulator and, replayed on the cluster (`./dev cluster up 0`: kwok nodes, Kubernetes'
+    /// controllers) under `tephra run` on a clock compressed by --speed, is compared job by job.
+    Fidelity {
+        /// The workload: manifests with the nodes, queues and scheduler config, and a trace (.csv).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The cluster's kubeconfig (./dev cluster up prints it).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// Scheduler config in Volcano's format (default: a ConfigMap in the files, else built-in).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Directory of `<plugin>.wasm` components overriding the built-in ones (simulator side).
+        #[arg(long)]
+        plugins_dir: Option<PathBuf>,
+        /// Seconds per cycle, trace time (both sides; `tephra run` gets PERIOD / SPEED).
+        #[arg(long, default_value_t = 10.0, value_parser = period_seconds)]
+        period: f64,
+        /// Trace seconds per wall second on the cluster.
+        #[arg(long, default_value_t = 10.0, value_parser = period_seconds)]
+        speed: f64,
+        /// Give up on the cluster after this long (wall time).
+        #[arg(long, default_value = "2h", value_parser = tephra::k8s::parse_duration)]
+        timeout: std::time::Duration,
+        /// The comparison as JSON, here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// A lab variant (a manifest with the scheduler ConfigMap and Queues replacing the
+        /// workload's, as `tephra simulate --compare` takes) to run the workload under.
+        #[arg(long)]
+        variant: Option<PathBuf>,
+        /// The lab's report of the simulated run with a "predicted vs observed" section (HTML,
+        /// and the figures as JSON beside it).
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
     /// Make workload traces for `tephra simulate` (docs/lab.md).
     Trace {
         #[command(subcommand)]
@@ -219,6 +256,10 @@ struct Run {
     /// with a trace, --compare or --report).
     #[arg(long)]
     skip_idle: bool,
+    /// A bound pod runs from the cycle that bound it, as on kwok's kubelets (default: from the
+    /// next cycle, as a kubelet starting containers at Volcano's 1 s period).
+    #[arg(long)]
+    start_on_bind: bool,
     /// Run the workload under this scheduler config (a ConfigMap manifest, which may also
     /// carry Queues replacing the workload's; or a volcano-scheduler.conf) or plugin version
     /// (`.wasm`), and compare: once against the workload's own config, repeated side by side.
@@ -567,6 +608,131 @@ fn config_of(path: Option<&std::path::Path>, objects: &[manifest::Timed]) -> Res
     })
 }
 
+/// `tephra fidelity`'s arguments.
+struct Fidelity {
+    files: Vec<PathBuf>,
+    kubeconfig: Option<PathBuf>,
+    config: Option<PathBuf>,
+    plugins_dir: Option<PathBuf>,
+    period: f64,
+    speed: f64,
+    timeout: std::time::Duration,
+    json: Option<PathBuf>,
+    variant: Option<PathBuf>,
+    report: Option<PathBuf>,
+}
+
+/// `tephra fidelity`: the workload in the simulator and on the cluster,
+/// compared; the table on stdout.
+fn fidelity(run: Fidelity) -> Result<bool> {
+    use tephra::lab::fidelity;
+    let Fidelity { files, kubeconfig, config, plugins_dir, period, speed, timeout, json, variant, report } = run;
+    let mut objects = manifest::load(&files)?;
+    let config_path = config;
+    let mut config = config_of(config_path.as_deref(), &objects)?;
+    // A variant's config and objects stand in for the workload's.
+    let mut config_files = files.clone();
+    if let Some(v) = &variant {
+        let v = tephra::lab::Variant::from_file(v, &config)?;
+        objects = v.objects(&objects);
+        config = v.config.clone();
+        config_files = vec![PathBuf::from(&v.origin)];
+    }
+    check_queues(&objects, &config, None)?;
+    let mut jobs = Vec::new();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "csv")) {
+        jobs.extend(tephra::trace::read(&tephra::files::read_text(f)?, &f.display().to_string())?);
+    }
+    if jobs.is_empty() {
+        return Err(anyhow!("no trace (.csv) among the files: fidelity replays a trace"));
+    }
+    eprintln!("fidelity: simulating {} jobs (period {period} s)", jobs.len());
+    let (sim, summary) = fidelity::simulated(&objects, &config, plugins_dir.as_deref(), period)?;
+    let nodes: Vec<_> =
+        objects.iter().filter_map(|t| if let Object::Node(n) = &t.object { Some(n.clone()) } else { None }).collect();
+    let queues: Vec<_> =
+        objects.iter().filter_map(|t| if let Object::Queue(q) = &t.object { Some(q.clone()) } else { None }).collect();
+    let opts = tephra::k8s::replay::Options { kubeconfig: kubeconfig.clone(), speed, timeout };
+    eprintln!("fidelity: {} nodes and {} queues on the cluster", nodes.len(), queues.len());
+    tephra::k8s::replay::prepare(&nodes, &queues, &opts)?;
+    // tephra run on the cluster, with the same config, at the compressed period.
+    let dir = std::env::temp_dir().join(format!("tephra-fidelity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let log = dir.join("tephra-run.log");
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("run").arg("--period").arg(format!("{}ms", (period / speed * 1000.0).round() as u64));
+    if let Some(text) = config_text(&config_files, config_path.as_deref())? {
+        let conf = dir.join("scheduler.conf");
+        std::fs::write(&conf, text)?;
+        cmd.arg("--config").arg(&conf);
+    }
+    if let Some(k) = &kubeconfig {
+        cmd.arg("--kubeconfig").arg(k);
+    }
+    let file = std::fs::File::create(&log)?;
+    let mut child = cmd.stdout(file.try_clone()?).stderr(file).env("RUST_LOG", "tephra=info,warn").spawn()?;
+    let started = std::time::Instant::now();
+    while !tephra::files::read_text(&log).unwrap_or_default().contains("caches synced") {
+        if let Some(st) = child.try_wait()? {
+            return Err(anyhow!("tephra run exited ({st}); its log: {}", log.display()));
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            return Err(anyhow!("tephra run did not sync its caches in 120 s; its log: {}", log.display()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    eprintln!("fidelity: replaying on the cluster at {speed}× (about {:.0} s)", sim_span(&jobs) / speed);
+    let seen = tephra::k8s::replay::replay(&jobs, &opts);
+    let _ = child.kill();
+    let _ = child.wait();
+    let seen = seen?;
+    let namespaces = jobs.iter().map(|j| (j.job.clone(), j.namespace.clone())).collect();
+    let obs = fidelity::observed(&objects, &seen, &namespaces);
+    let result = fidelity::compare(&sim, &obs, period);
+    emit(&result.text());
+    if let Some(path) = json {
+        std::fs::write(&path, serde_json::to_string_pretty(&result)? + "\n")
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    }
+    let met = result.goals_met();
+    if let Some(path) = report {
+        let workload = files.iter().chain(&variant).map(|p| p.display().to_string()).collect();
+        let comparison = tephra::lab::Comparison { workload, variants: vec![summary], fidelity: Some(result) };
+        let json = comparison.write(&path)?;
+        eprintln!("fidelity: report in {} (figures in {})", path.display(), json.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(met)
+}
+
+/// The scheduler config's text for `tephra run`: the file given, else the
+/// `volcano-scheduler.conf` of a ConfigMap in the manifests (none: the
+/// built-in config on both sides).
+fn config_text(files: &[PathBuf], path: Option<&std::path::Path>) -> Result<Option<String>> {
+    if let Some(p) = path {
+        return Ok(Some(tephra::files::read_text(p)?));
+    }
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml")) {
+        let text = tephra::files::read_text(f)?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else { continue };
+            if v["kind"].as_str() == Some("ConfigMap") {
+                if let Some(conf) = v["data"]["volcano-scheduler.conf"].as_str() {
+                    return Ok(Some(conf.to_string()));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// First submit to the last submit plus its run time, trace seconds.
+fn sim_span(jobs: &[tephra::trace::TraceJob]) -> f64 {
+    let first = jobs.iter().map(|j| j.submit).fold(f64::INFINITY, f64::min);
+    jobs.iter().map(|j| j.submit + j.duration).fold(0.0, f64::max) - first.min(0.0)
+}
+
 /// `tephra estimate`: a line per waiting job with its predicted start.
 fn estimate(
     files: Vec<PathBuf>,
@@ -621,6 +787,7 @@ fn simulate(run: Run) -> Result<()> {
         hypernode_labels,
         cycles,
         skip_idle,
+        start_on_bind,
         compare,
         report,
         period,
@@ -630,7 +797,7 @@ fn simulate(run: Run) -> Result<()> {
     let lab = !compare.is_empty() || report.is_some();
     let long = trace || lab;
     let max_cycles = cycles.unwrap_or(if long { usize::MAX } else { 50 });
-    let options = Options { max_cycles, period, hypernode_labels, skip_idle: skip_idle || long };
+    let options = Options { max_cycles, period, hypernode_labels, skip_idle: skip_idle || long, start_on_bind };
     let config_path = config;
     let files_list =
         |f: &[std::path::PathBuf]| f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
@@ -789,7 +956,7 @@ fn lab_run(
         bar.finish(s.cycles, s.simulated);
         summaries.push(s);
     }
-    let comparison = lab::Comparison { workload, variants: summaries };
+    let comparison = lab::Comparison { workload, variants: summaries, fidelity: None };
     match output {
         Output::Text => emit(&comparison.text()),
         Output::Json => emit(&(serde_json::to_string_pretty(&comparison)? + "\n")),
@@ -1064,6 +1231,11 @@ fn main() -> ExitCode {
         Command::Simulate(run) => simulate(run).map(|_| true),
         Command::Run(s) => serve(s).map(|_| true),
         Command::Trace { command } => trace_command(command).map(|_| true),
+        Command::Fidelity { files, kubeconfig, config, plugins_dir, period, speed, timeout, json, variant, report } => {
+            let run =
+                Fidelity { files, kubeconfig, config, plugins_dir, period, speed, timeout, json, variant, report };
+            fidelity(run).map(|ok| ok || true)
+        }
         Command::Estimate { files, config, plugins_dir, period, horizon } => {
             estimate(files, config, plugins_dir, period, horizon).map(|_| true)
         }

@@ -39,7 +39,10 @@ fn shadow_diff_is_printed_and_never_applied() {
     assert!(!text.contains("→ rack-b\n  phase"), "the shadow's choices are not applied:\n{text}");
     for i in 0..12 {
         assert!(text.contains(&format!("bind       apps/web-{i} → rack-a")), "{text}");
-        assert!(text.contains(&format!("shadow     prefer would bind apps/web-{i} → rack-b")), "{text}");
+        assert!(
+            text.contains(&format!("shadow     prefer would place apps/web-{i}: live rack-a, shadow rack-b")),
+            "{text}"
+        );
     }
 }
 

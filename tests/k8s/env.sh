@@ -7,6 +7,7 @@
 #   env.sh start DIR    certificates, token, etcd and kube-apiserver on
 #                       127.0.0.1 with state and logs in DIR; waits for
 #                       /readyz and prints DIR/kubeconfig
+#   env.sh nodes DIR N  N kwok nodes (with TEPHRA_K8S_CONTROLLERS=1 at start)
 #   env.sh stop DIR     stops both (safe to run again, or on a DIR that never
 #                       started)
 #   env.sh restart-apiserver DIR
@@ -30,6 +31,11 @@ BIN="$CACHE/bin"
 APISERVER="$BIN/kube-apiserver"
 KUBECTL="$BIN/kubectl"
 SCHEDULER="$BIN/kube-scheduler"
+# The whole cluster (TEPHRA_K8S_CONTROLLERS=1): Kubernetes' own controllers,
+# from the same module, and kwok's simulated kubelets, from its Go module.
+CONTROLLERS="$BIN/kube-controller-manager"
+KWOK_VERSION=v0.8.0
+KWOK="$BIN/kwok"
 # Helm, for the chart's test (deploy/chart): its Go module, verified by the
 # checksum database; the version it stamps is the one pinned here.
 HELM_VERSION=v3.22.0
@@ -54,6 +60,17 @@ REGISTRY="$BIN/registry"
 #   TEPHRA_K8S_KEEP=1           the watchdog keeps DIR (its logs)
 #   TEPHRA_K8S_AUDIT=1          kube-apiserver writes every pods/binding create
 #                               (request and answer) to DIR/audit.log
+#   TEPHRA_K8S_CONTROLLERS=1    the whole cluster: kube-controller-manager and
+#                               kwok (tests/k8s/kwok.yaml: pods run, finish
+#                               after tephra.io/duration, fail with
+#                               tephra.io/fail; nodes go NotReady with the
+#                               label tephra.io/not-ready=true) start too;
+#                               `env.sh nodes DIR N` adds N nodes
+#   TEPHRA_K8S_EVICT_AFTER      seconds pods tolerate a NotReady node (default 20)
+#   TEPHRA_K8S_POD_GC           finished pods kept before the controller manager
+#                               deletes the oldest (default 0: never)
+#   TEPHRA_K8S_NODE_CPU, _MEMORY, _GPU, _PODS
+#                               each node's allocatable (32, 256Gi, 8, 110)
 READY_TIMEOUT="${TEPHRA_K8S_READY_TIMEOUT:-180}"
 # Both need kube-controller-manager, which does not run here: ServiceAccount
 # rejects every pod in a namespace until its "default" ServiceAccount exists
@@ -61,6 +78,14 @@ READY_TIMEOUT="${TEPHRA_K8S_READY_TIMEOUT:-180}"
 # new Node a node.kubernetes.io/not-ready:NoSchedule taint that only the node
 # lifecycle controller removes.
 DISABLE_ADMISSION="${TEPHRA_K8S_DISABLE_ADMISSION-ServiceAccount,TaintNodesByCondition}"
+# The whole cluster: kube-controller-manager and kwok run beside the API
+# server, so the default admission plugins stay on.
+WHOLE="${TEPHRA_K8S_CONTROLLERS:-0}"
+if [[ "$WHOLE" == 1 ]]; then DISABLE_ADMISSION="${TEPHRA_K8S_DISABLE_ADMISSION-}"; fi
+# How long pods tolerate a NotReady or unreachable node before the node
+# lifecycle controller evicts them (the DefaultTolerationSeconds admission
+# plugin; upstream 300 s).
+EVICT_AFTER="${TEPHRA_K8S_EVICT_AFTER:-20}"
 
 log() { echo "env.sh: $*" >&2; }
 die() { echo "env.sh: error: $*" >&2; exit 1; }
@@ -108,9 +133,9 @@ source_stamp() {
 build_binaries() {
     local stamp ldflags tmp key val
     stamp="$(source_stamp)"
-    if [[ -x "$APISERVER" && -x "$KUBECTL" && -x "$SCHEDULER" &&
+    if [[ -x "$APISERVER" && -x "$KUBECTL" && -x "$SCHEDULER" && -x "$CONTROLLERS" &&
           "$(cat "$CACHE/stamp" 2>/dev/null)" == "$stamp" ]]; then
-        log "kube-apiserver, kubectl and kube-scheduler $K8S_VERSION already in $BIN"
+        log "kube-apiserver, kubectl, kube-scheduler and kube-controller-manager $K8S_VERSION already in $BIN"
         return
     fi
     # An older Go (Debian's) fetches the toolchain go.mod asks for through the module proxy.
@@ -144,10 +169,32 @@ build_binaries() {
     log "building kube-scheduler $K8S_VERSION"
     (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
         -o "$tmp/kube-scheduler" ./cmd/kube-scheduler) >&2
-    mv -f "$tmp/kube-apiserver" "$tmp/kubectl" "$tmp/kube-scheduler" "$BIN/"
+    # The whole cluster's controllers (Deployment, Job, garbage collector,
+    # node lifecycle, resource claims, …).
+    log "building kube-controller-manager $K8S_VERSION"
+    (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath -ldflags "$ldflags" \
+        -o "$tmp/kube-controller-manager" ./cmd/kube-controller-manager) >&2
+    mv -f "$tmp/kube-apiserver" "$tmp/kubectl" "$tmp/kube-scheduler" "$tmp/kube-controller-manager" "$BIN/"
     rmdir "$tmp"
     echo "$stamp" > "$CACHE/stamp"
-    log "built $APISERVER, $KUBECTL and $SCHEDULER"
+    log "built $APISERVER, $KUBECTL, $SCHEDULER and $CONTROLLERS"
+}
+
+# kwok: simulated nodes whose pods run and finish (the stages in kwok.yaml).
+build_kwok() {
+    if [[ -x "$KWOK" && "$(cat "$CACHE/kwok.version" 2>/dev/null)" == "$KWOK_VERSION" ]]; then
+        log "kwok $KWOK_VERSION already in $BIN"
+        return
+    fi
+    command -v go >/dev/null || apt_install golang-go
+    local tmp
+    tmp="$(mktemp -d "$CACHE/build.XXXXXX")"
+    log "building kwok $KWOK_VERSION (sigs.k8s.io/kwok/cmd/kwok, a few minutes on 2 cores)"
+    GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+    mv -f "$tmp/kwok" "$KWOK"
+    rmdir "$tmp"
+    echo "$KWOK_VERSION" > "$CACHE/kwok.version"
+    log "built $KWOK"
 }
 
 build_helm() {
@@ -198,6 +245,8 @@ cmd_install() {
     local missing=()
     [[ -n "${TEPHRA_K8S_ETCD:-}" ]] || find_etcd >/dev/null || missing+=(etcd-server)
     command -v openssl >/dev/null || missing+=(openssl)
+    command -v curl >/dev/null || missing+=(curl)
+    command -v jq >/dev/null || missing+=(jq)
     if ((${#missing[@]})); then
         apt_install "${missing[@]}"
     fi
@@ -207,10 +256,13 @@ cmd_install() {
     build_binaries
     build_helm
     build_registry
+    build_kwok
     log "kube-apiserver: $("$APISERVER" --version)"
     log "kubectl: $("$KUBECTL" version --client 2>/dev/null | head -1)"
     log "kube-scheduler: $("$SCHEDULER" --version)"
     log "helm: $("$HELM" version --short)"
+    log "kube-controller-manager: $("$CONTROLLERS" --version)"
+    log "kwok: $("$KWOK" --version 2>/dev/null | head -1)"
 }
 
 # --- start / stop -----------------------------------------------------------
@@ -287,6 +339,8 @@ cmd_stop() {
     [[ -d "$1" ]] || { log "$1 does not exist; nothing to stop"; return 0; }
     local dir
     dir="$(cd "$1" && pwd)"
+    stop_one "$dir" kwok
+    stop_one "$dir" kube-controller-manager
     stop_one "$dir" kube-apiserver
     stop_one "$dir" etcd
     stop_mentioning "$dir"
@@ -443,6 +497,10 @@ EOF
         extra_args+=(--audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/audit.log"
                      --audit-log-mode blocking)
     fi
+    # Streaming lists (WatchList) need etcd's progress notifications, which
+    # Debian's etcd 3.4 lacks: a client-go watch asking for one (kwok's) would
+    # end in an error, back off and stay blind for seconds at a time. Off, the
+    # API server refuses such a request at once and the client lists instead.
     # No kubelet and no controller-manager. --endpoint-reconciler-type none:
     # the default (lease) refuses to start with a loopback advertise address
     # ("cannot use public IP 127.0.0.1 with endpoint reconciler"), and the
@@ -464,6 +522,9 @@ EOF
         --service-account-signing-key-file "$dir/pki/sa.key" \
         --service-cluster-ip-range 10.0.0.0/24 \
         --disable-admission-plugins "$DISABLE_ADMISSION" \
+        --feature-gates WatchList=false \
+        --default-not-ready-toleration-seconds "$EVICT_AFTER" \
+        --default-unreachable-toleration-seconds "$EVICT_AFTER" \
         --endpoint-reconciler-type none \
         --profiling=false \
         --v 1 \
@@ -526,9 +587,107 @@ cmd_start() {
         die "start failed; logs in $dir"
     done
     wait_ready "$dir" || die "start failed; logs in $dir"
+    if [[ "$WHOLE" == 1 ]]; then start_controllers "$dir" || die "start failed; logs in $dir"; fi
     if [[ -n "${TEPHRA_K8S_OWNER:-}" ]]; then watch_owner "$dir" "$TEPHRA_K8S_OWNER"; fi
     log "ready in $((SECONDS - t0)) s: $(grep APISERVER_PORT "$dir/ports")"
     echo "$dir/kubeconfig"
+}
+
+# Waits for https://127.0.0.1:PORT/healthz of NAME (self-signed) to say ok.
+wait_healthz() {
+    local dir="$1" name="$2" port="$3" scheme="${4:-https}" i
+    for ((i = 0; i < 600; i++)); do
+        if [[ "$(curl -sk --max-time 2 "$scheme://127.0.0.1:$port/healthz" 2>/dev/null)" == ok ]]; then
+            return 0
+        fi
+        live_pid "$dir" "$name" >/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# kube-controller-manager and kwok for the whole cluster, as the admin.
+start_controllers() {
+    local dir="$1" kcm_port kwok_port
+    [[ -x "$CONTROLLERS" && -x "$KWOK" ]] || die "$CONTROLLERS or $KWOK missing; run: env.sh install"
+    TAKEN_PORTS="$(tr '\n' ' ' < "$dir/ports" | sed 's/[A-Z_]*=//g')"
+    kcm_port="$(free_port)"
+    kwok_port="$(free_port)"
+    : > "$dir/kube-controller-manager.log"
+    : > "$dir/kwok.log"
+    # Every controller the release runs by default; pods are never collected
+    # (tests count what finished), node health as upstream but evictions not
+    # rate-limited (a chaos run takes many nodes down at once); clients fast
+    # enough for 50,000 pods.
+    log "starting kube-controller-manager on 127.0.0.1:$kcm_port"
+    spawn "$dir" kube-controller-manager "$CONTROLLERS" \
+        --kubeconfig "$dir/kubeconfig" \
+        --bind-address 127.0.0.1 --secure-port "$kcm_port" \
+        --leader-elect=false \
+        --use-service-account-credentials=false \
+        --root-ca-file "$dir/pki/ca.crt" \
+        --service-account-private-key-file "$dir/pki/sa.key" \
+        --controllers '*' \
+        --kube-api-qps 2000 --kube-api-burst 4000 \
+        --concurrent-job-syncs 20 --concurrent-replicaset-syncs 20 --concurrent-deployment-syncs 10 \
+        --concurrent-statefulset-syncs 10 --concurrent-gc-syncs 20 \
+        --terminated-pod-gc-threshold "${TEPHRA_K8S_POD_GC:-0}" \
+        --node-monitor-period 2s \
+        --node-eviction-rate 1000 --secondary-node-eviction-rate 1000 \
+        --profiling=false --v 1
+    wait_healthz "$dir" kube-controller-manager "$kcm_port" || { fail_start "$dir" kube-controller-manager; return 1; }
+    log "starting kwok on 127.0.0.1:$kwok_port"
+    spawn "$dir" kwok "$KWOK" \
+        --kubeconfig "$dir/kubeconfig" \
+        --config "$HERE/kwok.yaml" \
+        --manage-all-nodes=true \
+        --server-address "127.0.0.1:$kwok_port" \
+        --v=WARN
+    wait_healthz "$dir" kwok "$kwok_port" http || { fail_start "$dir" kwok; return 1; }
+    cat >> "$dir/ports" <<EOF
+CONTROLLER_MANAGER_PORT=$kcm_port
+KWOK_PORT=$kwok_port
+EOF
+}
+
+# nodes DIR N: N kwok nodes named kwok-node-0000 … with the shape of
+# TEPHRA_K8S_NODE_* (see the top), labelled into zones of 64 nodes, spines of
+# 16 and racks of 4 (topology.kubernetes.io/zone, tephra.io/spine,
+# tephra.io/rack: HyperNodes can be made or discovered from them); waits
+# until every one is Ready and untainted.
+cmd_nodes() {
+    [[ $# -eq 2 && "$2" =~ ^[0-9]+$ ]] || die "usage: env.sh nodes DIR N"
+    local dir n="$2" i ready t0=$SECONDS
+    dir="$(cd "$1" && pwd)"
+    local cpu="${TEPHRA_K8S_NODE_CPU:-32}" mem="${TEPHRA_K8S_NODE_MEMORY:-256Gi}"
+    local gpu="${TEPHRA_K8S_NODE_GPU:-8}" pods="${TEPHRA_K8S_NODE_PODS:-110}"
+    for ((i = 0; i < n; i++)); do
+        printf -v name 'kwok-node-%04d' "$i"
+        cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: $name
+  labels: {type: kwok, kubernetes.io/hostname: $name, kubernetes.io/os: linux, topology.kubernetes.io/zone: zone-$((i / 64)), tephra.io/spine: spine-$((i / 16)), tephra.io/rack: rack-$((i / 4))}
+spec: {providerID: "kwok://$name"}
+status:
+  addresses: [{type: InternalIP, address: 10.250.$((i / 250)).$((i % 250 + 1))}, {type: Hostname, address: $name}]
+  capacity: {cpu: "$cpu", memory: $mem, nvidia.com/gpu: "$gpu", pods: "$pods"}
+  allocatable: {cpu: "$cpu", memory: $mem, nvidia.com/gpu: "$gpu", pods: "$pods"}
+EOF
+    done > "$dir/nodes.yaml"
+    ((n > 0)) || return 0
+    "$KUBECTL" --kubeconfig "$dir/kubeconfig" create -f "$dir/nodes.yaml" >/dev/null
+    for ((i = 0; i < 1200; i++)); do
+        ready="$("$KUBECTL" --kubeconfig "$dir/kubeconfig" get nodes -l type=kwok -o json | jq '[.items[]
+            | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))
+            | select(all(.spec.taints[]?; .key != "node.kubernetes.io/not-ready"))] | length')"
+        [[ "$ready" -ge "$n" ]] && break
+        sleep 0.5
+    done
+    [[ "$ready" -ge "$n" ]] || die "$ready of $n nodes Ready and untainted after 600 s; logs in $dir"
+    log "$n nodes Ready in $((SECONDS - t0)) s"
 }
 
 # Stops kube-apiserver and starts it again with the same flags (same port,
@@ -539,7 +698,8 @@ cmd_start() {
 cmd_restart() {
     [[ $# -ge 2 && $# -le 3 ]] || die "usage: env.sh restart etcd|kube-apiserver DIR [DOWN_SECONDS]"
     local name="$1" down="${3:-0}" dir pid args=()
-    [[ "$name" == etcd || "$name" == kube-apiserver ]] || die "restart: $name is not etcd or kube-apiserver"
+    [[ "$name" =~ ^(etcd|kube-apiserver|kube-controller-manager|kwok)$ ]] ||
+        die "restart: $name is not etcd, kube-apiserver, kube-controller-manager or kwok"
     [[ "$down" =~ ^[0-9]+$ ]] || die "restart: DOWN_SECONDS $down is not a whole number"
     dir="$(cd "$2" && pwd)"
     pid="$(live_pid "$dir" "$name")" || die "no $name running in $dir"
@@ -557,6 +717,7 @@ case "${1:-}" in
     stop) shift; cmd_stop "$@" ;;
     restart-apiserver) shift; cmd_restart kube-apiserver "$@" ;;
     restart) shift; cmd_restart "$@" ;;
+    nodes) shift; cmd_nodes "$@" ;;
     bindir) echo "$BIN" ;;
-    *) die "usage: env.sh install | start DIR | stop DIR | restart-apiserver DIR | restart etcd|kube-apiserver DIR [DOWN_SECONDS] | bindir" ;;
+    *) die "usage: env.sh install | start DIR | nodes DIR N | stop DIR | restart-apiserver DIR | restart etcd|kube-apiserver|kube-controller-manager|kwok DIR [DOWN_SECONDS] | bindir" ;;
 esac

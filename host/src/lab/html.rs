@@ -158,6 +158,99 @@ fn wait_cells(w: &Waits) -> String {
     s
 }
 
+/// Each job's observed start against its simulated one (the diagonal is a
+/// perfect forecast), as a scatter chart.
+fn fidelity_chart(f: &super::fidelity::Fidelity) -> Result<Option<String>> {
+    let points: Vec<(f64, f64)> = f.rows.iter().filter_map(|r| Some((r.simulated.start?, r.observed.start?))).collect();
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let top = points.iter().map(|p| p.0.max(p.1)).fold(1.0, f64::max) * 1.05;
+    let (unit, scale) = time_unit(top);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("each job's start: observed against predicted", ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..top / scale, 0.0..top / scale)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("predicted by the simulator ({unit})"))
+            .y_desc(format!("observed on the cluster ({unit})"))
+            .draw()
+            .map_err(err)?;
+        let grey = ShapeStyle { color: RGBColor(0x99, 0x99, 0x99).to_rgba(), filled: false, stroke_width: 1 };
+        chart.draw_series(LineSeries::new(vec![(0.0, 0.0), (top / scale, top / scale)], grey)).map_err(err)?;
+        let style = ShapeStyle { color: colour(1).to_rgba(), filled: true, stroke_width: 1 };
+        chart.draw_series(points.iter().map(|&(x, y)| Circle::new((x / scale, y / scale), 3, style))).map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(Some(svg))
+}
+
+/// The "predicted vs observed" section.
+fn fidelity_section(f: &super::fidelity::Fidelity) -> Result<String> {
+    let mut h = String::from("<h2>Predicted vs observed</h2>\n");
+    let p = f.period;
+    let _ = writeln!(
+        h,
+        "<p>The simulator's forecast against the same workload replayed on a cluster (<code>tephra fidelity</code>), \
+         period {p} s: |Δ start| median {:.1} s ({:.2} periods), p95 {:.1} s ({:.2} periods); makespan {} predicted, \
+         {} observed ({:+.2} %); goals {}.</p>",
+        f.start_median,
+        f.start_median / p,
+        f.start_p95,
+        f.start_p95 / p,
+        seconds(f.makespan.0),
+        seconds(f.makespan.1),
+        100.0 * (f.makespan.1 - f.makespan.0) / f.makespan.0.max(1e-9),
+        if f.goals_met() { "met" } else { "not met" }
+    );
+    h += "<table id=\"fidelity-overall\"><tr><th>figure</th><th>predicted</th><th>observed</th></tr>\n";
+    for (k, (a, b)) in &f.utilisation {
+        let _ =
+            writeln!(h, "<tr><td>{} in use</td><td>{:.1} %</td><td>{:.1} %</td></tr>", esc(k), 100.0 * a, 100.0 * b);
+    }
+    for (q, (a, b)) in &f.shares {
+        let _ = writeln!(
+            h,
+            "<tr><td>queue {} mean share</td><td>{:.1} %</td><td>{:.1} %</td></tr>",
+            esc(q),
+            100.0 * a,
+            100.0 * b
+        );
+    }
+    h += "</table>\n";
+    if let Some(svg) = fidelity_chart(f)? {
+        let _ = writeln!(h, "<figure class=\"chart\">{svg}</figure>");
+    }
+    h += "<table id=\"fidelity-jobs\"><tr><th>job</th><th>predicted start</th><th>observed start</th><th>Δ</th>\
+          <th>predicted end</th><th>observed end</th><th>Δ</th><th>nodes</th></tr>\n";
+    let t = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    for r in &f.rows {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td></tr>",
+            esc(&r.job),
+            t(r.simulated.start),
+            t(r.observed.start),
+            t(r.start_delta),
+            t(r.simulated.end),
+            t(r.observed.end),
+            t(r.end_delta),
+            r.simulated.nodes,
+            r.observed.nodes
+        );
+    }
+    h += "</table>\n";
+    Ok(h)
+}
+
 /// The whole page.
 pub fn render(c: &Comparison) -> Result<String> {
     let mut h = String::new();
@@ -236,6 +329,10 @@ pub fn render(c: &Comparison) -> Result<String> {
             None => writeln!(h, "<li>{}: no jobs</li>", esc(&v.name)),
         };
     }
-    h += "</ul>\n<p>The same figures are in the JSON file beside this page.</p>\n</body></html>\n";
+    h += "</ul>\n";
+    if let Some(f) = &c.fidelity {
+        h += &fidelity_section(f)?;
+    }
+    h += "<p>The same figures are in the JSON file beside this page.</p>\n</body></html>\n";
     Ok(h)
 }

@@ -2,6 +2,7 @@
 //! or plugin versions, side by side, with the figures of each
 //! ([`tephra_sim::lab::Summary`]) and a report people look at ([`html`]).
 
+pub mod fidelity;
 pub mod html;
 
 use crate::config::SchedulerConfig;
@@ -125,6 +126,9 @@ pub struct Comparison {
     /// The workload's files.
     pub workload: Vec<String>,
     pub variants: Vec<Summary>,
+    /// The forecast checked against a cluster (`tephra fidelity`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<fidelity::Fidelity>,
 }
 
 impl Comparison {

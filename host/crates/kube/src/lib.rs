@@ -13,6 +13,7 @@ pub mod decisions;
 pub mod events;
 pub mod leader;
 pub mod oci;
+pub mod replay;
 pub mod review;
 pub mod rollout;
 pub mod sink;
@@ -132,7 +133,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client> {
+pub(crate) async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path).with_context(|| format!("kubeconfig {}", path.display()))?;
@@ -206,6 +207,8 @@ pub struct Kube {
     decisions: decisions::Decisions,
     /// Those standing at start, for the loop to adopt before its first cycle.
     startup: Vec<decisions::Stored>,
+    /// When the current cycle was due to start (the next is a period later).
+    cycle_started: Option<std::time::Instant>,
 }
 
 impl Kube {
@@ -288,6 +291,7 @@ impl Kube {
             discovered: Default::default(),
             decisions,
             startup,
+            cycle_started: None,
         };
         Ok(Some((kube, cluster)))
     }
@@ -447,13 +451,20 @@ impl Driver for Kube {
 
     fn wait(&mut self, _: &()) -> bool {
         let mut stopping = self.stop.clone();
-        let period = self.opts.period;
+        // Cycles start every period (a fixed rate, as the simulator's clock
+        // ticks), not a period after the last one ended: a long cycle does
+        // not push every later one back. One that overran starts the next
+        // at once.
+        let now = std::time::Instant::now();
+        let due = self.cycle_started.map_or(now + self.opts.period, |t| t + self.opts.period);
+        let due = if due <= now { now } else { due };
         self.rt.block_on(async {
             tokio::select! {
-                _ = tokio::time::sleep(period) => {}
+                _ = tokio::time::sleep_until(due.into()) => {}
                 _ = stopping.changed() => {}
             }
         });
+        self.cycle_started = Some(std::time::Instant::now());
         !*self.stop.borrow()
     }
 

@@ -216,6 +216,9 @@ impl<D: Driver> Loop<D> {
         }
         self.account_usage(now_ms);
         let outcome = self.scheduler.cycle(&self.cluster, &Default::default(), now_ms);
+        // Each cycle's length, for soak runs (RUST_LOG=tephra::cycles=debug).
+        let took = self.scheduler.stats.last_cycle.as_secs_f64() * 1000.0;
+        tracing::debug!(target: "tephra::cycles", "cycle {} took {took:.2} ms", self.scheduler.stats.cycles);
         let notices = std::mem::take(&mut self.scheduler.notices);
         let shadows = std::mem::take(&mut self.scheduler.shadow_diffs);
         let live: Vec<(String, String)> = self

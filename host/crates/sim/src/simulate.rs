@@ -34,11 +34,16 @@ pub struct Options {
     /// through the quiet ones (trace replays). Policies that act on time
     /// alone (sla, reservation after a wait) then act at that next cycle.
     pub skip_idle: bool,
+    /// A bound pod runs from the cycle that bound it, as on a cluster whose
+    /// kubelets start pods at once (kwok's); otherwise (the default) the
+    /// kubelet starts it at the next cycle, a period later, as a kubelet
+    /// pulling and starting containers does at Volcano's 1 s period.
+    pub start_on_bind: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_cycles: 50, period: 1.0, hypernode_labels: Vec::new(), skip_idle: false }
+        Options { max_cycles: 50, period: 1.0, hypernode_labels: Vec::new(), skip_idle: false, start_on_bind: false }
     }
 }
 
@@ -393,6 +398,12 @@ impl Sim {
                     let pod = c.pods.status_mut(out.extra.task_pod[*task as usize]);
                     *pod.node = Some(names.nodes[*node as usize].clone());
                     *pod.nominated_node = None;
+                    if self.options.start_on_bind {
+                        *pod.phase = PodPhase::Running;
+                        *pod.started = Some((self.time * 1000.0) as i64);
+                        self.started.remove(&names.tasks[*task as usize]);
+                        r.started.push(names.tasks[*task as usize].clone());
+                    }
                     r.binds.push((names.tasks[*task as usize].clone(), names.nodes[*node as usize].clone()));
                 }
                 Decision::Nominate { task, node } => {

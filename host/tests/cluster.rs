@@ -1,0 +1,360 @@
+//! `tephra run` in a whole cluster on loopback: etcd, kube-apiserver,
+//! Kubernetes' own kube-controller-manager (Deployments, ReplicaSets, Jobs,
+//! the garbage collector, node lifecycle) and kwok's simulated kubelets
+//! (pods run, finish after their `tephra.io/duration`, nodes go NotReady),
+//! all from tests/k8s/env.sh. Nothing is played by the test: every count
+//! comes from the API server's records of what the controllers and kwok did.
+
+mod support;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use support::*;
+
+/// Pods of `ns` with `label=value`: (name, phase, node).
+fn pods_of(c: &Cluster, ns: &str, selector: &str) -> Vec<(String, String, String)> {
+    let v = c.json(&["get", "pods", "-n", ns, "-l", selector]);
+    v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                p["status"]["phase"].as_str().unwrap_or("").to_string(),
+                p["spec"]["nodeName"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// How many of them are Running, and how many wait unbound.
+fn running_and_waiting(pods: &[(String, String, String)]) -> (usize, usize) {
+    (pods.iter().filter(|p| p.1 == "Running").count(), pods.iter().filter(|p| p.2.is_empty()).count())
+}
+
+/// A scheduler config file in the cluster's directory.
+fn config(c: &Cluster, name: &str, text: &str) -> std::path::PathBuf {
+    let path = c.dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Volcano's capacity-plugin guide with its two Deployments, unchanged but
+/// for the second's arrival: demo-1 takes both nodes, demo-2 arrives, reclaim
+/// evicts demo-1 pods, the ReplicaSet controller replaces them (they wait),
+/// and it ends as the guide says: 2 demo-1 and 6 demo-2 running.
+#[test]
+fn capacity_guide_with_deployments_ends_as_the_guide_says() {
+    let c =
+        Cluster::whole_with("capacity-guide", 2, &[("TEPHRA_K8S_NODE_CPU", "4"), ("TEPHRA_K8S_NODE_MEMORY", "16Gi")]);
+    let text = std::fs::read_to_string(repo().join("examples/workloads/capacity-guide.yaml")).unwrap();
+    let docs: Vec<&str> = text.split("\n---\n").collect();
+    let conf = docs[0].split("volcano-scheduler.conf: |\n").nth(1).unwrap();
+    let conf: String = conf.lines().map(|l| l.strip_prefix("    ").unwrap_or(l)).collect::<Vec<_>>().join("\n");
+    let conf = config(&c, "capacity.conf", &conf);
+    let objects = |kind: &str| -> String {
+        docs.iter().filter(|d| d.contains(&format!("kind: {kind}\n"))).map(|d| format!("{d}\n---\n")).collect()
+    };
+    c.apply(&objects("Queue"));
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap(), "--period", "500ms"]);
+    let deployments: Vec<String> =
+        docs.iter().filter(|d| d.contains("kind: Deployment\n")).map(|d| d.to_string()).collect();
+    assert_eq!(deployments.len(), 2);
+    c.apply(&deployments[0]);
+    wait(&c, "default", 90, "demo-1's 8 pods running", || {
+        (running_and_waiting(&pods_of(&c, "default", "app=demo-1")).0 == 8).then_some(())
+    });
+    c.apply(&deployments[1]);
+    let end = wait(&c, "default", 180, "2 demo-1 and 6 demo-2 running", || {
+        let (d1, d2) = (pods_of(&c, "default", "app=demo-1"), pods_of(&c, "default", "app=demo-2"));
+        let counts = (running_and_waiting(&d1), running_and_waiting(&d2));
+        (counts.0 .0 == 2 && counts.1 .0 == 6).then_some((d1, counts))
+    });
+    // The evicted demo-1 pods were replaced by their ReplicaSet; the new ones wait.
+    let (d1, ((_, waiting1), _)) = end;
+    assert_eq!(d1.len(), 8, "the ReplicaSet keeps 8 demo-1 pods: {d1:?}");
+    assert_eq!(waiting1, 6, "{d1:?}");
+    let evicted = c.events("default", "Evict");
+    assert!(evicted.len() >= 6, "reclaim evicted demo-1 pods: {evicted:?}");
+    // It stays there: nothing more is evicted over the next cycles.
+    std::thread::sleep(Duration::from_secs(5));
+    let (r1, r2) = (
+        running_and_waiting(&pods_of(&c, "default", "app=demo-1")).0,
+        running_and_waiting(&pods_of(&c, "default", "app=demo-2")).0,
+    );
+    assert_eq!((r1, r2), (2, 6), "settled: {}", t.log());
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A `batch/v1` Job with parallelism 3 and completions 6, its pods running
+/// 2 s each under kwok, runs to Complete through the Job controller.
+#[test]
+fn batch_job_runs_to_complete() {
+    let c = Cluster::whole("batch-job", 2);
+    let ns = "t-job";
+    namespace(&c, ns);
+    let mut t = Tephra::start(&c, "a", &[]);
+    c.apply(&format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: sweep, namespace: {ns}}}\nspec:\n  parallelism: 3\n  \
+         completions: 6\n  template:\n    metadata: {{annotations: {{tephra.io/duration: 2s}}}}\n    spec:\n      \
+         schedulerName: volcano\n      restartPolicy: Never\n      containers: [{{name: c, image: busybox, \
+         resources: {{requests: {{cpu: '1', memory: 1Gi}}}}}}]\n"
+    ));
+    let job = wait(&c, ns, 120, "Job sweep Complete", || {
+        let j = c.json(&["get", "job", "-n", ns, "sweep"]);
+        let done = j["status"]["conditions"].as_array().into_iter().flatten().any(|x| x["type"] == "Complete");
+        done.then_some(j)
+    });
+    assert_eq!(job["status"]["succeeded"], 6, "{job}");
+    assert!(job["status"]["failed"].as_u64().unwrap_or(0) == 0, "{job}");
+    let pods = pods_of(&c, ns, "job-name=sweep");
+    assert_eq!(pods.iter().filter(|p| p.1 == "Succeeded").count(), 6, "{pods:?}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A Job whose queue limits its jobs to 3 s runs past it (its pod would run
+/// a minute): tephra evicts the pod, naming the limit, and the Job
+/// controller counts the failure and gives up (backoffLimit 0).
+#[test]
+fn time_limit_meets_the_job_controller() {
+    let c = Cluster::whole("time-limit", 1);
+    let ns = "t-limit";
+    namespace(&c, ns);
+    c.apply(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: short, annotations: \
+         {tephra.io/default-time-limit: 3s}}\nspec: {weight: 1, reclaimable: true}\n",
+    );
+    let mut t = Tephra::start(&c, "a", &[]);
+    c.apply(&format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: overrun, namespace: {ns}}}\nspec:\n  backoffLimit: 0\n  \
+         template:\n    metadata: {{annotations: {{tephra.io/duration: 60s, scheduling.volcano.sh/queue-name: short}}}}\n    \
+         spec:\n      schedulerName: volcano\n      restartPolicy: Never\n      containers: [{{name: c, image: busybox, \
+         resources: {{requests: {{cpu: '1', memory: 1Gi}}}}}}]\n"
+    ));
+    let started = Instant::now();
+    let job = wait(&c, ns, 90, "Job overrun Failed", || {
+        let j = c.json(&["get", "job", "-n", ns, "overrun"]);
+        let failed = j["status"]["conditions"].as_array().into_iter().flatten().any(|x| x["type"] == "Failed");
+        failed.then_some(j)
+    });
+    assert!(started.elapsed() < Duration::from_secs(60), "ended by its limit, not by finishing");
+    assert_eq!(job["status"]["failed"], 1, "{job}");
+    let evicted = c.events(ns, "Evict");
+    assert!(evicted.iter().any(|(_, m)| m.contains("time limit of 3s exceeded")), "{evicted:?}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// Preemption with a controller behind the victim: a Deployment of low
+/// priority fills the node; a high-priority pod arrives; tephra evicts a
+/// victim, the high-priority pod runs, and the victim's ReplicaSet makes
+/// a new pod, which waits.
+#[test]
+fn preemption_victim_is_recreated_by_its_controller() {
+    let c = Cluster::whole_with("preempt", 1, &[("TEPHRA_K8S_NODE_CPU", "4")]);
+    let ns = "t-preempt";
+    namespace(&c, ns);
+    let conf = config(
+        &c,
+        "preempt.conf",
+        "actions: \"enqueue, allocate, preempt\"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n    \
+         enablePreemptable: false\n- plugins:\n  - name: predicates\n  - name: proportion\n",
+    );
+    c.apply(
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\nvalue: 10\n---\n\
+         apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n",
+    );
+    let mut t = Tephra::start(&c, "a", &["--config", conf.to_str().unwrap()]);
+    c.apply(&format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: filler, namespace: {ns}}}\nspec:\n  replicas: 4\n  \
+         selector: {{matchLabels: {{app: filler}}}}\n  template:\n    metadata: {{labels: {{app: filler}}}}\n    spec:\n      \
+         schedulerName: volcano\n      priorityClassName: low\n      containers: [{{name: c, image: busybox, \
+         resources: {{requests: {{cpu: '1', memory: 1Gi}}}}}}]\n"
+    ));
+    wait(&c, ns, 60, "4 filler pods running", || {
+        (running_and_waiting(&pods_of(&c, ns, "app=filler")).0 == 4).then_some(())
+    });
+    c.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: urgent, namespace: {ns}, labels: {{app: urgent}}}}\nspec:\n  \
+         schedulerName: volcano\n  priorityClassName: high\n  containers: [{{name: c, image: busybox, resources: \
+         {{requests: {{cpu: '1', memory: 1Gi}}}}}}]\n"
+    ));
+    wait(&c, ns, 90, "urgent running", || (running_and_waiting(&pods_of(&c, ns, "app=urgent")).0 == 1).then_some(()));
+    let fillers = wait(&c, ns, 60, "the victim replaced by its ReplicaSet", || {
+        let f = pods_of(&c, ns, "app=filler");
+        (f.len() == 4 && running_and_waiting(&f) == (3, 1)).then_some(f)
+    });
+    assert_eq!(fillers.len(), 4, "{fillers:?}");
+    // One Event on the victim (and one on its PodGroup).
+    let evicted: Vec<_> = c.events(ns, "Evict").into_iter().filter(|(o, _)| o.starts_with("filler-")).collect();
+    assert_eq!(evicted.len(), 1, "one victim: {evicted:?}");
+    assert!(evicted[0].1.contains("preempt: for t-preempt/urgent"), "{evicted:?}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// HyperNodes over kwok nodes labelled into racks (4 nodes each): a gang of
+/// four whole-node pods limited to tier 1 lands inside one rack, the one with
+/// room, though the other has room for three.
+#[test]
+fn topology_gang_lands_in_one_rack_of_labelled_nodes() {
+    let c = Cluster::whole("topology-whole", 8);
+    let ns = "t-topology";
+    namespace(&c, ns);
+    let rack = |name: &str, value: &str| {
+        format!(
+            "apiVersion: topology.volcano.sh/v1alpha1\nkind: HyperNode\nmetadata: {{name: {name}}}\n\
+             spec: {{tier: 1, members: [{{type: Node, selector: {{labelMatch: {{matchLabels: {{tephra.io/rack: {value}}}}}}}}}]}}\n---\n"
+        )
+    };
+    c.apply(&format!("{}{}", rack("rack-0", "rack-0"), rack("rack-1", "rack-1")));
+    // Another pod takes a whole node of rack-0.
+    c.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: filler, namespace: {ns}}}\nspec:\n  nodeName: kwok-node-0000\n  \
+         containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: '32', memory: 1Gi}}}}}}]\n"
+    ));
+    let mut t = Tephra::start(&c, "a", &[]);
+    let mut gang = format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: {ns}}}\n\
+         spec: {{minMember: 4, networkTopology: {{mode: hard, highestTierAllowed: 1}}}}\n---\n"
+    );
+    for i in 0..4 {
+        gang.push_str(&pod(ns, &format!("train-{i}"), "32", Some("train"), ""));
+    }
+    c.apply(&gang);
+    let placed = wait(&c, ns, 90, "the gang running", || {
+        let p = pods_of(&c, ns, "");
+        let train: Vec<_> = p.into_iter().filter(|x| x.0.starts_with("train-") && x.1 == "Running").collect();
+        (train.len() == 4).then_some(train)
+    });
+    let nodes = c.json(&["get", "nodes"]);
+    let rack_of: BTreeMap<String, String> = nodes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let name = n["metadata"]["name"].as_str().unwrap().to_string();
+            (name, n["metadata"]["labels"]["tephra.io/rack"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    for (pod, _, node) in &placed {
+        assert_eq!(rack_of[node], "rack-1", "{pod} on {node}, outside rack-1: {placed:?}");
+    }
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// A node goes NotReady mid-run: the node lifecycle controller evicts its
+/// pods (after the 20 s toleration the harness sets), their controllers make
+/// new ones, and tephra places them on the Ready nodes; a gang of three (a
+/// Job's pods in one PodGroup) is whole again, nothing is bound to the
+/// NotReady node afterwards.
+#[test]
+fn node_not_ready_mid_run_pods_are_replaced_elsewhere() {
+    let c = Cluster::whole_with("not-ready", 4, &[("TEPHRA_K8S_NODE_CPU", "4")]);
+    let ns = "t-notready";
+    namespace(&c, ns);
+    let mut t = Tephra::start(&c, "a", &[]);
+    c.apply(&format!(
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: gang, namespace: {ns}}}\n\
+         spec: {{minMember: 3}}\n---\n\
+         apiVersion: batch/v1\nkind: Job\nmetadata: {{name: gang, namespace: {ns}}}\nspec:\n  parallelism: 3\n  \
+         completions: 3\n  backoffLimit: 10\n  template:\n    metadata: {{labels: {{app: gang}}, annotations: \
+         {{scheduling.k8s.io/group-name: gang}}}}\n    spec:\n      schedulerName: volcano\n      restartPolicy: Never\n      \
+         containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: '3', memory: 1Gi}}}}}}]\n---\n\
+         apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  replicas: 1\n  \
+         selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      \
+         schedulerName: volcano\n      containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: '1', memory: 1Gi}}}}}}]\n"
+    ));
+    let before = wait(&c, ns, 90, "the gang and web running", || {
+        let p = pods_of(&c, ns, "app in (gang,web)");
+        (p.iter().filter(|x| x.1 == "Running").count() == 4).then_some(p)
+    });
+    // The node of a gang member goes NotReady.
+    let lost = before.iter().find(|p| p.0.starts_with("gang-")).unwrap().2.clone();
+    c.kubectl(&["label", "node", &lost, "tephra.io/not-ready=true"]);
+    let after = wait(&c, ns, 180, "every pod running again off the NotReady node", || {
+        let p = pods_of(&c, ns, "app in (gang,web)");
+        let running: Vec<_> = p.iter().filter(|x| x.1 == "Running").cloned().collect();
+        let gang = running.iter().filter(|x| x.0.starts_with("gang-")).count();
+        (gang == 3 && running.len() == 4 && running.iter().all(|x| x.2 != lost)).then_some(p)
+    });
+    assert!(after.iter().all(|p| p.2 != lost || p.1 != "Running"), "{after:?}");
+    // Nothing was bound to the NotReady node once it was NotReady.
+    let on_lost: Vec<Value> = c.json(&["get", "pods", "-n", ns, "--field-selector", &format!("spec.nodeName={lost}")])
+        ["items"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(on_lost.iter().all(|p| p["status"]["phase"] != "Running"), "{on_lost:?}");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// EASY backfill with jobs that really finish: a job holding one of two
+/// nodes for its 10 s limit, then a big job needing both (reserved for) and a
+/// short one whose 4 s limit ends before the big one can start: the short
+/// job runs and finishes on the free node, and the big job starts within two
+/// cycles of the start tephra predicted for it.
+#[test]
+fn easy_backfill_with_jobs_that_finish() {
+    let c = Cluster::whole_with("backfill", 2, &[("TEPHRA_K8S_NODE_CPU", "4")]);
+    let ns = "t-backfill";
+    namespace(&c, ns);
+    let conf = config(
+        &c,
+        "backfill.conf",
+        "actions: \"enqueue, elect, reserve, allocate, backfill\"\nconfigurations:\n- name: reserve\n  \
+         arguments: {backfill: easy}\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: reservation\n\
+         - plugins:\n  - name: predicates\n",
+    );
+    let mut t =
+        Tephra::start(&c, "a", &["--config", conf.to_str().unwrap(), "--period", "1s", "--estimate-every", "1s"]);
+    let job = |name: &str, pods: u32, limit: &str, run: &str, priority: &str| {
+        let mut y = format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}, namespace: {ns}, \
+             annotations: {{tephra.io/time-limit: {limit}}}}}\nspec: {{minMember: {pods}{priority}}}\n---\n"
+        );
+        for i in 0..pods {
+            y.push_str(&pod(ns, &format!("{name}-{i}"), "4", Some(name), &format!("tephra.io/duration: {run}\n    ")));
+        }
+        y
+    };
+    c.apply("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: big}\nvalue: 100\n");
+    // Each finishes half a second before its limit (tephra would end it there).
+    c.apply(&job("busy", 1, "10s", "9500ms", ""));
+    wait(&c, ns, 60, "busy running", || (running_and_waiting(&pods_of(&c, ns, "")).0 == 1).then_some(()));
+    c.apply(&format!(
+        "{}{}",
+        job("big", 2, "30s", "5s", ", priorityClassName: big"),
+        job("short", 1, "4s", "3500ms", "")
+    ));
+    // The big job's predicted start, as tephra writes it on its PodGroup.
+    let predicted = wait(&c, ns, 30, "big's estimated start", || {
+        let g = c.json(&["get", "podgroup", "-n", ns, "big"]);
+        g["metadata"]["annotations"]["tephra.io/estimated-start"].as_str().map(String::from)
+    });
+    use k8s_openapi::jiff::Timestamp;
+    let start_of = |pod: &str| -> Option<Timestamp> {
+        let p = c.json(&["get", "pod", "-n", ns, pod]);
+        p["status"]["startTime"].as_str()?.parse().ok()
+    };
+    let big_started = wait(&c, ns, 90, "big running", || {
+        let s = (start_of("big-0")?, start_of("big-1")?);
+        Some(s.0.max(s.1))
+    });
+    let short_started = start_of("short-0").expect("short ran");
+    assert!(short_started < big_started, "short was backfilled ahead of big");
+    let short = c.json(&["get", "pod", "-n", ns, "short-0"]);
+    assert_eq!(short["status"]["phase"], "Succeeded", "and finished before it: {short}");
+    let predicted: Timestamp = predicted.parse().unwrap();
+    let off = (big_started.as_millisecond() - predicted.as_millisecond()).abs() as f64 / 1000.0;
+    // Two cycles of 1 s, and the API's times are whole seconds.
+    assert!(off <= 3.0, "big started at {big_started}, predicted {predicted}: {off} s off");
+    t.assert_alive();
+    assert!(t.terminate());
+}
