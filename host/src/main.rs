@@ -260,6 +260,10 @@ struct Run {
     /// next cycle, as a kubelet starting containers at Volcano's 1 s period).
     #[arg(long)]
     start_on_bind: bool,
+    /// Arrivals and pods' ends at a cycle's instant are seen by the next cycle, as a live
+    /// scheduler whose cycles tick on their own clock sees them (what `tephra fidelity` uses).
+    #[arg(long)]
+    live_clock: bool,
     /// Run the workload under this scheduler config (a ConfigMap manifest, which may also
     /// carry Queues replacing the workload's; or a volcano-scheduler.conf) or plugin version
     /// (`.wasm`), and compare: once against the workload's own config, repeated side by side.
@@ -788,6 +792,7 @@ fn simulate(run: Run) -> Result<()> {
         cycles,
         skip_idle,
         start_on_bind,
+        live_clock,
         compare,
         report,
         period,
@@ -797,7 +802,8 @@ fn simulate(run: Run) -> Result<()> {
     let lab = !compare.is_empty() || report.is_some();
     let long = trace || lab;
     let max_cycles = cycles.unwrap_or(if long { usize::MAX } else { 50 });
-    let options = Options { max_cycles, period, hypernode_labels, skip_idle: skip_idle || long, start_on_bind };
+    let options =
+        Options { max_cycles, period, hypernode_labels, skip_idle: skip_idle || long, start_on_bind, live_clock };
     let config_path = config;
     let files_list =
         |f: &[std::path::PathBuf]| f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");

@@ -1806,12 +1806,48 @@ struct ChaosRow {
     recovery_s: f64,
     /// What the records say of each double bind.
     details: Vec<String>,
+    /// The nodes made NotReady (their pods are evicted and replaced).
+    down: BTreeSet<String>,
 }
 
-/// Pods as one manifest: `n` plain pods of 100m cpu and 16Mi in `ns` (so
-/// that 100 fit on a node of [`Cluster::node`]: its pod count binds first).
+/// Pods as one manifest: `n` plain pods of 100m cpu and 16Mi in `ns` (a
+/// node's pod count binds first).
 fn wave(ns: &str, n: usize) -> String {
     (0..n).map(|i| pod(ns, &format!("w{i}"), "100m", None, "").replace("memory: 1Gi", "memory: 16Mi")).collect()
+}
+
+/// The same pods made by ten ReplicaSets (whose controller replaces what a
+/// NotReady node loses).
+fn replicated_wave(ns: &str, n: usize) -> String {
+    let sets = 10;
+    (0..sets)
+        .map(|i| {
+            let replicas = n / sets + usize::from(i < n % sets);
+            format!(
+                "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: w{i}, namespace: {ns}}}\n\
+                 spec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{wave: w{i}}}}}\n  template:\n    \
+                 metadata: {{labels: {{wave: w{i}}}}}\n    spec:\n      schedulerName: volcano\n      \
+                 containers: [{{name: main, image: busybox, resources: {{requests: {{cpu: 100m, memory: 16Mi}}}}}}]\n---\n"
+            )
+        })
+        .collect()
+}
+
+/// Pods of `ns` bound to a node outside `down` and not being deleted.
+fn bound_on_live_nodes(c: &Cluster, ns: &str, down: &BTreeSet<String>) -> usize {
+    let v: Value = c
+        .try_kubectl(&["get", "--raw", &format!("/api/v1/namespaces/{ns}/pods")], None)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    v["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .filter_map(|p| p["spec"]["nodeName"].as_str())
+        .filter(|n| !down.contains(*n))
+        .count()
 }
 
 /// What a watch on the pods of a namespace saw, resumed across API outages.
@@ -1927,13 +1963,14 @@ fn audited_binds(c: &Cluster, ns: &str) -> BTreeMap<String, Vec<(String, Answer)
 }
 
 fn chaos_case(case: &'static str, pods: usize) -> ChaosRow {
-    let c = Cluster::start_env(
-        &format!("chaos-{}", case.split_whitespace().next().unwrap_or("x")),
+    // The whole cluster: kwok runs what is bound, the controllers react. Room
+    // for the wave on nine tenths of the nodes (110 pods each).
+    let c = Cluster::whole_env(
+        &format!("chaos-{}", case.split_whitespace().next().unwrap_or("x").to_lowercase()),
+        (pods / 80 + 1).max(10),
         &[("TEPHRA_K8S_AUDIT", "1")],
+        &[],
     );
-    for i in 0..pods / 100 + 1 {
-        c.node(&format!("n{i}"), "64");
-    }
     let ns = "t-chaos";
     namespace(&c, ns);
     // The watch starts before the wave, from the empty namespace's version.
@@ -1971,8 +2008,13 @@ fn chaos_case(case: &'static str, pods: usize) -> ChaosRow {
             }
             double += bad;
         }
-        let bound = last.values().filter(|n| !n.is_empty()).count();
-        let lost = (pods - bound.min(pods)) + w.deleted.len();
+        // Lost: pods short of the wave on nodes that stayed up, and any pod
+        // deleted but from a node made NotReady (the taint manager evicts
+        // those; their ReplicaSets make them again).
+        let bound = bound_on_live_nodes(&c, ns, &row.down);
+        let deleted_elsewhere =
+            w.deleted.iter().filter(|p| !w.node.get(*p).is_some_and(|n| row.down.contains(n))).count();
+        let lost = (pods - bound.min(pods)) + deleted_elsewhere;
         ChaosRow { double_binds: double, retried, refused, lost, details, ..row }
     })
 }
@@ -1980,7 +2022,8 @@ fn chaos_case(case: &'static str, pods: usize) -> ChaosRow {
 /// The wave and its disruption; counts are filled in by the caller.
 fn chaos_wave(c: &Cluster, ns: &str, case: &'static str, pods: usize) -> ChaosRow {
     // Eight kubectl at once: each is throttled on its own (about 5 creates a second).
-    let all = wave(ns, pods);
+    let nodes_fail = case.contains("NotReady");
+    let all = if nodes_fail { replicated_wave(ns, pods) } else { wave(ns, pods) };
     let docs: Vec<&str> = all.split("---\n").filter(|d| !d.trim().is_empty()).collect();
     std::thread::scope(|scope| {
         for part in docs.chunks(pods.div_ceil(8)) {
@@ -2009,7 +2052,16 @@ fn chaos_wave(c: &Cluster, ns: &str, case: &'static str, pods: usize) -> ChaosRo
         assert!(t.elapsed() < Duration::from_secs(120), "nothing bound in 120 s");
         std::thread::sleep(Duration::from_millis(20));
     }
+    if nodes_fail {
+        // Mid-wave for a node failure: half the pods placed, so that the
+        // failing nodes hold some.
+        while bound_now("") < pods / 2 {
+            assert!(t.elapsed() < Duration::from_secs(300), "half the wave not bound in 300 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     let bound_before = bound_now("");
+    let mut down = BTreeSet::new();
     let leader = (0..replicas.len()).find(|&i| replicas[i].log().contains("acquired")).unwrap_or(0);
     let env = |args: &[&str]| {
         let st = Command::new(env_sh()).args(args).arg(&c.dir).status().unwrap();
@@ -2022,13 +2074,28 @@ fn chaos_wave(c: &Cluster, ns: &str, case: &'static str, pods: usize) -> ChaosRo
             let st = Command::new(env_sh()).args(["restart", "kube-apiserver"]).arg(&c.dir).arg("30").status().unwrap();
             assert!(st.success());
         }
+        "10 % of nodes NotReady" => {
+            // The tenth of the nodes holding the most pods: kwok reports them
+            // NotReady (tests/k8s/kwok.yaml), the node lifecycle controller
+            // taints them, their pods are evicted and made again.
+            let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+            for n in c.placements(ns).into_values().filter(|n| !n.is_empty()) {
+                *per_node.entry(n).or_default() += 1;
+            }
+            let nodes = c.json(&["get", "nodes"])["items"].as_array().map_or(0, Vec::len);
+            let mut busiest: Vec<(usize, String)> = per_node.into_iter().map(|(n, k)| (k, n)).collect();
+            busiest.sort_by(|a, b| b.cmp(a));
+            down = busiest.into_iter().take(nodes.div_ceil(10)).map(|(_, n)| n).collect();
+            for n in &down {
+                c.kubectl(&["label", "node", n, "tephra.io/not-ready=true"]);
+            }
+        }
         _ => replicas[leader].signal("KILL"),
     }
     let t0 = Instant::now();
     let mut recovery_s = f64::INFINITY;
     while t0.elapsed() < Duration::from_secs(180) {
-        let last = c.placements(ns);
-        if last.len() == pods && last.values().all(|n| !n.is_empty()) {
+        if bound_on_live_nodes(c, ns, &down) >= pods {
             recovery_s = t0.elapsed().as_secs_f64();
             break;
         }
@@ -2049,6 +2116,7 @@ fn chaos_wave(c: &Cluster, ns: &str, case: &'static str, pods: usize) -> ChaosRo
         lost: 0,
         recovery_s,
         details: Vec::new(),
+        down,
     }
 }
 
@@ -2056,16 +2124,22 @@ fn chaos_wave(c: &Cluster, ns: &str, case: &'static str, pods: usize) -> ChaosRo
 /// last pod bound (measured at most 39 s for 5,000 pods: docs/operations.md).
 const RECOVERY_LIMIT_S: f64 = 90.0;
 
-/// Chaos against the real API server, each case in the middle of a wave of
-/// binds: kube-apiserver restarted, etcd restarted, kube-apiserver down for
-/// 30 s, the leader of two replicas SIGKILLed. No pod is bound twice or lost,
-/// and recovery is bounded. `TEPHRA_CHAOS_PODS` sets the wave (300 here;
+/// Chaos on the whole cluster (kwok runs the pods, Kubernetes' controllers
+/// react), each case in the middle of a wave of binds: kube-apiserver
+/// restarted, etcd restarted, kube-apiserver down for 30 s, the leader of two
+/// replicas SIGKILLed, a tenth of the nodes NotReady (pods of ReplicaSets,
+/// replaced). No pod is bound twice or lost, and recovery is bounded. `TEPHRA_CHAOS_PODS` sets the wave (300 here;
 /// `./dev chaos` runs 5,000 and writes the table to `TEPHRA_CHAOS_REPORT`).
 #[test]
 fn chaos_binds_once_and_loses_nothing() {
     let pods: usize = std::env::var("TEPHRA_CHAOS_PODS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-    let cases =
-        ["restart kube-apiserver", "restart etcd", "kube-apiserver down 30 s", "SIGKILL the leader of two replicas"];
+    let cases = [
+        "restart kube-apiserver",
+        "restart etcd",
+        "kube-apiserver down 30 s",
+        "SIGKILL the leader of two replicas",
+        "10 % of nodes NotReady",
+    ];
     // TEPHRA_CHAOS_CASES picks some (their first words: `restart etcd`).
     let only = std::env::var("TEPHRA_CHAOS_CASES").unwrap_or_default();
     let cases: Vec<&'static str> =

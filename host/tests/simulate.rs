@@ -701,3 +701,34 @@ fn backfill_example_and_its_estimates() {
     let lines: Vec<&str> = est.lines().map(str::trim_end).collect();
     assert_eq!(lines, ["hpc/big    t=10s", "hpc/short  t=0s", "hpc/long   t=41s"], "{est}");
 }
+
+/// On the live clock (`tephra fidelity`'s), an arrival and a pod's end at a
+/// cycle's instant are seen a cycle later, as a scheduler ticking on its own
+/// clock sees them; by default they are seen at once.
+#[test]
+fn the_live_clock_sees_events_at_a_cycles_instant_a_cycle_later() {
+    let dir = std::env::temp_dir().join(format!("tephra-live-clock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("one.csv");
+    std::fs::write(&trace, "job,submit,duration,tasks,min_available,queue,cpu,memory\none,20,30,1,1,default,1,1Gi\n")
+        .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "examples/lab/cluster.yaml", trace.to_str().unwrap(), "--period", "10"];
+        args.extend(extra);
+        let (code, out, err) = tephra(&args);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let line = |out: &str, what: &str| -> String {
+        let at = out.find(what).unwrap_or_else(|| panic!("{what}:\n{out}"));
+        let cycle_start = out[..at].rfind("── cycle ").unwrap();
+        out[cycle_start..].lines().next().unwrap().to_string()
+    };
+    let plain = run(&["--start-on-bind"]);
+    assert!(line(&plain, "bind       default/one-0").contains("t=30s"), "{plain}");
+    assert!(line(&plain, "completed  default/one-0").contains("t=60s"), "{plain}");
+    let live = run(&["--start-on-bind", "--live-clock"]);
+    assert!(line(&live, "bind       default/one-0").contains("t=40s"), "{live}");
+    assert!(line(&live, "completed  default/one-0").contains("t=80s"), "{live}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -115,9 +115,16 @@ pub fn simulated(
         return Err(anyhow!("plugin {p:?} is configured but not available"));
     }
     let pods = pod_jobs(objects);
-    // kwok's kubelets start a bound pod at once: so does the simulated one here.
-    let options =
-        Options { max_cycles: usize::MAX, period, skip_idle: true, start_on_bind: true, ..Default::default() };
+    // kwok's kubelets start a bound pod at once: so does the simulated one
+    // here; and tephra run's cycles tick on their own clock.
+    let options = Options {
+        max_cycles: usize::MAX,
+        period,
+        skip_idle: true,
+        start_on_bind: true,
+        live_clock: true,
+        ..Default::default()
+    };
     let mut sim = Simulation::new(objects.to_vec(), scheduler, options);
     let mut side = Side { capacity: capacity(objects), ..Default::default() };
     let mut node_of: BTreeMap<String, String> = BTreeMap::new();
@@ -175,12 +182,7 @@ pub fn observed(objects: &[Timed], seen: &[Observed], namespaces: &BTreeMap<Stri
     for o in seen {
         let ns = namespaces.get(&o.job).map_or("default", String::as_str);
         let key = format!("{ns}/{}", o.job);
-        let finished: BTreeSet<&str> =
-            o.runs.iter().filter(|r| !r.evicted && r.end.is_some()).map(|r| r.pod.as_str()).collect();
-        let mut pods_seen: BTreeSet<&str> = BTreeSet::new();
-        for r in &o.runs {
-            pods_seen.insert(r.pod.as_str());
-        }
+        let finished: BTreeSet<u32> = o.runs.iter().filter(|r| !r.evicted && r.end.is_some()).map(|r| r.task).collect();
         let tasks = pods.values().filter(|(j, _, _)| *j == key).count();
         let all_done = tasks > 0 && finished.len() == tasks;
         side.jobs.insert(
@@ -194,7 +196,9 @@ pub fn observed(objects: &[Timed], seen: &[Observed], namespaces: &BTreeMap<Stri
             },
         );
         for r in &o.runs {
-            let req = pods.get(&format!("{ns}/{}", r.pod)).map(|p| p.2.clone()).unwrap_or_default();
+            // A task's pod made again after an eviction has a name of its
+            // own; its requests are the task's.
+            let req = pods.get(&format!("{ns}/{}-{}", o.job, r.task)).map(|p| p.2.clone()).unwrap_or_default();
             let end = r.end.unwrap_or(r.start);
             side.intervals.push(Interval { queue: o.queue.clone(), start: r.start, end, requests: req });
         }

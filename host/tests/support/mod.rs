@@ -199,7 +199,14 @@ impl Cluster {
     /// The same with nodes of another shape (`TEPHRA_K8S_NODE_CPU`, `_MEMORY`,
     /// `_GPU`, `_PODS` of env.sh).
     pub fn whole_with(name: &str, nodes: usize, shape: &[(&str, &str)]) -> Cluster {
-        let c = Cluster::start_env(name, &[("TEPHRA_K8S_CONTROLLERS", "1")]);
+        Cluster::whole_env(name, nodes, &[], shape)
+    }
+
+    /// The same, the servers started with more of env.sh's settings
+    /// (`TEPHRA_K8S_AUDIT`, say).
+    pub fn whole_env(name: &str, nodes: usize, env: &[(&str, &str)], shape: &[(&str, &str)]) -> Cluster {
+        let env = [env, &[("TEPHRA_K8S_CONTROLLERS", "1")]].concat();
+        let c = Cluster::start_env(name, &env);
         let st = Command::new(env_sh())
             .arg("nodes")
             .arg(&c.dir)

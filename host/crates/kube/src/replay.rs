@@ -128,6 +128,8 @@ pub fn prepare(nodes: &[Node], queues: &[Queue], opts: &Options) -> Result<()> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodRun {
     pub pod: String,
+    /// The task it was made for (its index in the job).
+    pub task: u32,
     pub node: String,
     pub start: f64,
     pub end: Option<f64>,
@@ -272,7 +274,7 @@ async fn run(jobs: &[TraceJob], opts: &Options) -> Result<Vec<Observed>> {
                     let deleting = p.metadata.deletion_timestamp.is_some();
                     match (phase.as_str(), s.open.get(&task).copied()) {
                         ("Running", None) if !deleting => {
-                            s.runs.push(PodRun { pod, node, start: t, end: None, evicted: false });
+                            s.runs.push(PodRun { pod, task, node, start: t, end: None, evicted: false });
                             s.open.insert(task, s.runs.len() - 1);
                         }
                         ("Succeeded", Some(r)) if s.runs[r].pod == pod => {
@@ -282,7 +284,7 @@ async fn run(jobs: &[TraceJob], opts: &Options) -> Result<Vec<Observed>> {
                         }
                         ("Succeeded", None) => {
                             // Ran and finished between two events seen.
-                            s.runs.push(PodRun { pod, node, start: t, end: Some(t), evicted: false });
+                            s.runs.push(PodRun { pod, task, node, start: t, end: Some(t), evicted: false });
                             s.done.insert(task);
                         }
                         (_, Some(r)) if s.runs[r].pod == pod && (deleting || phase == "Failed") => {

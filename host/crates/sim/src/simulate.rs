@@ -39,11 +39,24 @@ pub struct Options {
     /// kubelet starts it at the next cycle, a period later, as a kubelet
     /// pulling and starting containers does at Volcano's 1 s period.
     pub start_on_bind: bool,
+    /// Events are seen by the first cycle after them: an arrival or a pod's
+    /// end at a cycle's very instant waits for the next one. A live
+    /// scheduler's clock never meets them exactly (its cycles tick on their
+    /// own; kwok starts a pod a moment after the bind, so it ends a moment
+    /// after a cycle); the default treats them as simultaneous.
+    pub live_clock: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { max_cycles: 50, period: 1.0, hypernode_labels: Vec::new(), skip_idle: false, start_on_bind: false }
+        Options {
+            max_cycles: 50,
+            period: 1.0,
+            hypernode_labels: Vec::new(),
+            skip_idle: false,
+            start_on_bind: false,
+            live_clock: false,
+        }
     }
 }
 
@@ -192,7 +205,8 @@ fn replace_or_add<T>(list: &mut Tracked<T>, new: Vec<T>, key: impl Fn(&T) -> Str
 impl Sim {
     /// Adds objects whose arrival time has come; returns their names.
     fn arrive(&mut self, c: &mut Cluster, names: &mut Vec<String>) {
-        let now = self.time;
+        // On the live clock, what arrives at this very instant waits.
+        let now = if self.options.live_clock { self.time - 2e-9 } else { self.time };
         // `future` is sorted latest first: what is due is at its end.
         let first_later = self.future.partition_point(|t| t.at > now + 1e-9);
         let due = self.future.split_off(first_later);
@@ -317,6 +331,8 @@ impl Sim {
         let limits = time_limits(c);
         let (r, started) = (&mut self.report, &mut self.started);
         let now = self.time;
+        // On the live clock, a pod due to end at this very instant ends just after it.
+        let tie = if self.options.live_clock { -1e-9 } else { 1e-9 };
         let mut gone = Vec::new();
         for i in 0..c.pods.len() {
             let p = &c.pods[i];
@@ -341,11 +357,11 @@ impl Sim {
                 }
                 let start = start_of(started, p, now);
                 let (dur, limit_s) = (dur.unwrap_or(f64::INFINITY), limit.as_ref().map_or(f64::INFINITY, |(s, _)| *s));
-                if limit_s < dur && now - start >= limit_s - 1e-9 {
+                if limit_s < dur && now - start >= limit_s - tie {
                     let why = limit.map(|(_, why)| why).unwrap_or_default();
                     r.overran.push(format!("{} after {}s ({why})", p.key(), limit_s));
                     *c.pods.status_mut(i).phase = PodPhase::Failed;
-                } else if now - start >= dur - 1e-9 {
+                } else if now - start >= dur - tie {
                     r.completed.push(p.key());
                     *c.pods.status_mut(i).phase = PodPhase::Succeeded;
                 }
@@ -605,9 +621,14 @@ impl Driver for Sim {
         self.time += self.options.period;
         if self.options.skip_idle && !self.realtime && report.is_quiet() {
             if let Some(next) = self.next_event(c) {
-                // The first cycle at or after it, on the period's grid.
+                // The first cycle at or after it (after it, on the live
+                // clock), on the period's grid.
                 let period = self.options.period;
-                let at = (next / period - 1e-9).ceil() * period;
+                let at = if self.options.live_clock {
+                    ((next / period + 1e-9).floor() + 1.0) * period
+                } else {
+                    (next / period - 1e-9).ceil() * period
+                };
                 self.time = self.time.max(at);
             }
         }
