@@ -247,6 +247,7 @@ cmd_install() {
     command -v openssl >/dev/null || missing+=(openssl)
     command -v curl >/dev/null || missing+=(curl)
     command -v jq >/dev/null || missing+=(jq)
+    command -v bc >/dev/null || missing+=(bc)
     if ((${#missing[@]})); then
         apt_install "${missing[@]}"
     fi
