@@ -2468,7 +2468,8 @@ fn prefer_rows(t: &Tephra) -> Vec<Value> {
 
 /// The live `prefer` row.
 fn prefer_live(t: &Tephra) -> Value {
-    prefer_rows(t).into_iter().find(|r| r["state"] == "live").expect("a live prefer")
+    let rows = prefer_rows(t);
+    rows.iter().find(|r| r["state"] == "live").cloned().unwrap_or_else(|| panic!("no live prefer: {rows:?}"))
 }
 
 /// A Plugin object's condition of `kind`.

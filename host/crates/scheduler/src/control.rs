@@ -160,6 +160,11 @@ impl Control {
         }
     }
 
+    /// Publishes the plugin table alone.
+    pub fn list_plugins(&self, sched: &Scheduler) {
+        self.status.lock().unwrap_or_else(|e| e.into_inner()).plugins = plugin_rows(sched);
+    }
+
     /// Publishes the scheduler's state; `ready` once a cycle has completed.
     pub fn publish(&self, sched: &Scheduler, ready: bool, queues: Vec<QueueRow>, figures: Vec<Figure>) {
         let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());

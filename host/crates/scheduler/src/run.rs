@@ -129,6 +129,9 @@ impl<D: Driver> Loop<D> {
 
     /// Takes admin commands and publishes state through `control`.
     pub fn control(&mut self, control: Control) {
+        // The plugins loaded are listed from the start, not after the first
+        // cycle (a caller that saw that cycle's binds may ask at once).
+        control.list_plugins(&self.scheduler);
         self.control = Some(control);
     }
 
