@@ -7,7 +7,7 @@
 /// points of [`Policy::POINTS`](crate::Policy::POINTS), `events` aside). The
 /// list must name exactly those points: the build fails otherwise.
 ///
-/// ```ignore
+/// ```text
 /// #[derive(Default)]
 /// struct Priority;
 /// impl tephra_sdk::Policy for Priority { /* POINTS: TaskOrder, JobOrder */ }

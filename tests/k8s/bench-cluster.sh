@@ -153,15 +153,21 @@ run_one() {
     echo "[$runner] $NODES nodes; creating $JOBS $workload of $TASKS ($PODS pods)" >&2
     t0="$(now)"
     # Eight creators at once: each kubectl is throttled on its own.
-    split -n "l/8" -d "$file" "$dir/part."
-    for part in "$dir"/part.*; do k create -f "$part" >/dev/null 2>>"$dir/create.err" & done
+    # Whole documents, dealt round-robin into eight parts.
+    awk -v out="$dir/part." '/^---$/ { n++ } { print > (out (n % 8)) }' "$file"
+    local creators=()
+    for part in "$dir"/part.*; do
+        k create -f "$part" >/dev/null 2>>"$dir/create.err" &
+        creators+=($!)
+    done
     local deadline=$((SECONDS + TIMEOUT))
     while kill -0 "$wpid" 2>/dev/null; do
         kill -0 "$SPID" 2>/dev/null || { echo "[$runner] scheduler exited:" >&2; tail -n 20 "$dir/scheduler.log" >&2; exit 1; }
+        [[ ! -s "$dir/create.err" ]] || { echo "[$runner] creating the workload failed:" >&2; head -n 5 "$dir/create.err" >&2; exit 1; }
         ((SECONDS < deadline)) || { echo "[$runner] not all running after ${TIMEOUT}s" >&2; exit 1; }
         sleep 0.5
     done
-    wait
+    for c in "${creators[@]}"; do wait "$c" || { echo "[$runner] kubectl create failed" >&2; exit 1; }; done
     read -r _ l_ns _ running <<< "$(cat "$dir/clock.out" | grep '^last')"
     t1="$(echo "scale=3; $l_ns / 1000000000" | bc)"
     local total cpu rss

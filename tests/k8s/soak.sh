@@ -57,6 +57,7 @@ tiers:
   - name: proportion
   - name: prefer
 EOF
+: > "$DIR/tephra.log"
 RUST_LOG="tephra::cycles=debug,tephra=info,warn" "$TEPHRA" run --kubeconfig "$KC" --config "$DIR/scheduler.conf" \
     --plugins "$DIR/plugins" --watch --admin 127.0.0.1:0 > "$DIR/tephra.log" 2>&1 &
 TPID=$!
