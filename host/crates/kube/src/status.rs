@@ -84,7 +84,7 @@ async fn reservations(client: &Client, out: &Outcome, store: &Store) {
         }
         let patch = json!({"status": status});
         if let Err(e) = api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!("status of Reservation {name}: {e}");
+            tracing::warn!("status of Reservation {name}: {}", crate::api_error(&e));
         }
     }
 }
@@ -149,8 +149,14 @@ async fn podgroups(client: &Client, out: &Outcome, c: &Cluster, store: &Store, r
                 // Volcano updates PodGroup status through the main resource (its CRD has no status subresource).
                 let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &g.namespace, &podgroup_resource());
                 let patch = json!({"status": status});
-                if let Err(e) = api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                    tracing::warn!("status of PodGroup {}: {e}", g.key());
+                match api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    Ok(_) => {}
+                    // Deleted meanwhile (its Job went, and the garbage collector
+                    // took it): nothing left to tell.
+                    Err(kube::Error::Api(s)) if s.code == 404 => {
+                        tracing::debug!("status of PodGroup {}: gone", g.key());
+                    }
+                    Err(e) => tracing::warn!("status of PodGroup {}: {}", g.key(), crate::api_error(&e)),
                 }
             }
             if let Some((kind, reason, message)) = event {
@@ -236,7 +242,7 @@ async fn queues(client: &Client, out: &Outcome, c: &Cluster, store: &Store) {
         status.insert("allocated".into(), Value::Object(alloc));
         let patch = json!({"status": status});
         if let Err(e) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            tracing::warn!("status of Queue {name}: {e}");
+            tracing::warn!("status of Queue {name}: {}", crate::api_error(&e));
         }
     }
 }
