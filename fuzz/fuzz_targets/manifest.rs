@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| tephra_model::fuzzing::manifest(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tephra_snapshot::fuzzing::manifest(data));

@@ -1138,7 +1138,7 @@ fn eventually_checks(
 
 /// Runs every scenario of a file.
 pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<ScenarioResult>> {
-    let text = tephra_model::files::read_text(path)?;
+    let text = tephra_readers::files::read_text(path)?;
     let doc: Value = serde_yaml::from_str(&text).map_err(|e| anyhow!("{}: not valid YAML: {e}", path.display()))?;
     let scenarios = doc
         .get("scenarios")

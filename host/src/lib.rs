@@ -15,12 +15,14 @@ pub use tephra_actions as actions;
 pub use tephra_contract as contract;
 pub use tephra_dispatch::{backend as plugin, policy};
 pub use tephra_kube as k8s;
-pub use tephra_model::{cache as session_cache, cluster as model, config, manifest, resource, snapshot};
-pub use tephra_model::{files, synthetic, topology, trace, tracked, validate};
+pub use tephra_model::{cluster as model, duration, resource, topology, tracked};
+pub use tephra_readers::{config, files, load, manifest, synthetic, trace, validate};
 pub use tephra_runtime as wasm;
 pub use tephra_scheduler as scheduler;
 pub use tephra_session::{reservation, session, statement};
 pub use tephra_sim::{estimate, report, simulate};
+pub use tephra_snapshot as snapshot;
+pub use tephra_snapshot::cache as session_cache;
 
 pub mod admin;
 pub mod conformance;

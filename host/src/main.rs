@@ -584,14 +584,14 @@ fn adopt_decisions(scheduler: &mut Scheduler, decisions: Vec<tephra::k8s::decisi
 /// `--period` of the simulator: seconds, positive and at most a year.
 /// A duration, or `0`/`0s` for off.
 fn duration_or_off(s: &str) -> Result<Duration, String> {
-    match tephra::config::duration_ms(s) {
+    match tephra::duration::duration_ms(s) {
         Some(0) => Ok(Duration::ZERO),
         _ => tephra::k8s::parse_duration(s),
     }
 }
 
 fn period_seconds(s: &str) -> Result<f64, String> {
-    let max = tephra::config::DURATION_MAX_MS as f64 / 1000.0;
+    let max = tephra::duration::DURATION_MAX_MS as f64 / 1000.0;
     match s.trim().parse::<f64>() {
         Ok(x) if x > 0.0 && x <= max => Ok(x),
         _ => Err(format!("{s:?} is not a number of seconds above 0 and at most {max}")),
@@ -631,7 +631,7 @@ struct Fidelity {
 fn fidelity(run: Fidelity) -> Result<bool> {
     use tephra::lab::fidelity;
     let Fidelity { files, kubeconfig, config, plugins_dir, period, speed, timeout, json, variant, report } = run;
-    let mut objects = manifest::load(&files)?;
+    let mut objects = tephra::load(&files)?;
     let config_path = config;
     let mut config = config_of(config_path.as_deref(), &objects)?;
     // A variant's config and objects stand in for the workload's.
@@ -656,9 +656,9 @@ fn fidelity(run: Fidelity) -> Result<bool> {
         objects.iter().filter_map(|t| if let Object::Node(n) = &t.object { Some(n.clone()) } else { None }).collect();
     let queues: Vec<_> =
         objects.iter().filter_map(|t| if let Object::Queue(q) = &t.object { Some(q.clone()) } else { None }).collect();
-    let opts = tephra::k8s::replay::Options { kubeconfig: kubeconfig.clone(), speed, timeout };
+    let opts = tephra::lab::replay::Options { kubeconfig: kubeconfig.clone(), speed, timeout };
     eprintln!("fidelity: {} nodes and {} queues on the cluster", nodes.len(), queues.len());
-    tephra::k8s::replay::prepare(&nodes, &queues, &opts)?;
+    tephra::lab::replay::prepare(&nodes, &queues, &opts)?;
     // tephra run on the cluster, with the same config, at the compressed period.
     let dir = std::env::temp_dir().join(format!("tephra-fidelity-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -687,7 +687,7 @@ fn fidelity(run: Fidelity) -> Result<bool> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     eprintln!("fidelity: replaying on the cluster at {speed}× (about {:.0} s)", sim_span(&jobs) / speed);
-    let seen = tephra::k8s::replay::replay(&jobs, &opts);
+    let seen = tephra::lab::replay::replay(&jobs, &opts);
     let _ = child.kill();
     let _ = child.wait();
     let seen = seen?;
@@ -745,7 +745,7 @@ fn estimate(
     period: f64,
     horizon: usize,
 ) -> Result<()> {
-    let objects = manifest::load(&files)?;
+    let objects = tephra::load(&files)?;
     let config = config_of(config.as_deref(), &objects)?;
     check_queues(&objects, &config, None)?;
     let later = objects.iter().filter(|t| t.at > 0.0).count();
@@ -807,7 +807,7 @@ fn simulate(run: Run) -> Result<()> {
     let config_path = config;
     let files_list =
         |f: &[std::path::PathBuf]| f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-    let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { manifest::load(&files)? };
+    let objects = if files.is_empty() { manifest::parse(DEMO, "<demo cluster>")? } else { tephra::load(&files)? };
     let config = config_of(config_path.as_deref(), &objects)?;
     // A comparison checks each variant's queues under its own config.
     if !lab {

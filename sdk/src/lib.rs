@@ -10,7 +10,10 @@
 //! Policy logic is plain Rust over [`Session`]: unit tests build a snapshot
 //! with [`SnapshotBuilder`] and run natively, without a Wasm build.
 
+// A global allocator is `unsafe` by its trait; this is the one module of
+// the SDK that needs it.
 #[cfg(any(all(target_arch = "wasm32", feature = "block-cache"), test))]
+#[allow(unsafe_code)]
 mod alloc;
 pub mod args;
 #[doc(hidden)]

@@ -5,7 +5,8 @@
 //! queue named `a"} 1` stays one label).
 
 use crate::resource::ResourceList;
-use crate::scheduler::control::{QueueRow, Status};
+use crate::scheduler::control::Status;
+use crate::scheduler::queues::QueueRow;
 use prometheus::{CounterVec, Encoder, GaugeVec, Opts, Registry, TextEncoder};
 
 /// One family: a counter or a gauge with these labels, every sample set.

@@ -4,6 +4,7 @@
 //! end and node count are compared, per queue the mean share of the cluster
 //! over time, overall the makespan and utilisation.
 
+use crate::lab::replay::Observed;
 use crate::manifest::{Object, Timed};
 use crate::resource::ResourceList;
 use crate::scheduler::{Library, Scheduler};
@@ -12,7 +13,6 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use tephra_kube::replay::Observed;
 
 /// One job's run on one side, in trace seconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

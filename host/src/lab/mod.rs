@@ -4,6 +4,7 @@
 
 pub mod fidelity;
 pub mod html;
+pub mod replay;
 
 use crate::config::SchedulerConfig;
 use crate::manifest::{self, Object, Timed};

@@ -28,6 +28,7 @@
 //!   are evicted. `lockStrategy: one-per-cycle` reproduces Volcano
 //!   v1.1 instead (one more node, the most idle, per cycle).
 
+mod score;
 pub mod select;
 mod shapes;
 

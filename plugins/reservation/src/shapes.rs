@@ -6,7 +6,7 @@
 //! then over one count per shape: greedy starts, then iterated local search
 //! with moves that change one or two counts, scored in O(shapes) each.
 
-use crate::select::{Candidate, Request, Sums};
+use crate::score::{Candidate, Request, Sums};
 
 /// Nodes of one shape, best merit first, with prefix sums.
 struct Shape {

@@ -180,7 +180,7 @@ mod tests {
     use tephra_contract::{Event, EventKind, ExtensionPoint as P, PluginInfo, Snapshot};
     use tephra_dispatch::backend::{Answer, Backend, Call};
     use tephra_dispatch::policy::{Policies, Slot};
-    use tephra_model::config::PluginConf;
+    use tephra_readers::config::PluginConf;
     use tephra_session::session::{Decision, Names, Session};
 
     /// Gang's JobReady in miniature: ready once `min` placements are seen;
@@ -222,7 +222,7 @@ mod tests {
     /// Placed tasks and JobReady questions for one job of `pods` tasks
     /// needing `min`, on two nodes with room for two tasks each.
     fn allocate(pods: usize, min: u32) -> (usize, u32) {
-        let c = tephra_model::synthetic::small(2, 2000.0, pods, 1000.0, min);
+        let c = tephra_readers::synthetic::small(2, 2000.0, pods, 1000.0, min);
         let asked = Arc::default();
         let info = PluginInfo {
             name: "gang".into(),

@@ -34,8 +34,8 @@ use super::{feasible_nodes, feasible_or_parked, scores};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use tephra_contract::{EventKind, TaskStatus};
-use tephra_model::snapshot::CLASSLESS;
 use tephra_session::session::Session;
+use tephra_snapshot::CLASSLESS;
 
 /// A feasible node of a class.
 #[derive(Clone, Copy)]

@@ -20,7 +20,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use tephra_contract::ExtensionPoint as P;
 use tephra_dispatch::backend::Call;
-use tephra_model::config::ActionKind;
+use tephra_readers::config::ActionKind;
 use tephra_session::session::{FitErrors, Session};
 
 /// An action of the scheduling cycle.

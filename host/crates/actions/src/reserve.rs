@@ -180,7 +180,7 @@ fn evict_overdue(ssn: &mut Session) {
 /// Queues with a guarantee (resource or percentage) get their nodes chosen
 /// again when due; queues without one lose their locks.
 fn relock_queues(ssn: &mut Session) {
-    let period = arg(ssn, "reserve", "relockPeriod").and_then(tephra_model::config::duration_ms).unwrap_or(RELOCK_MS);
+    let period = arg(ssn, "reserve", "relockPeriod").and_then(tephra_model::duration::duration_ms).unwrap_or(RELOCK_MS);
     let now = ssn.snap.now_ms;
     let mut queues: Vec<u32> = (0..ssn.queues() as u32).collect();
     // Higher priority first, then the older queue: who reserves first wins

@@ -2,11 +2,11 @@
 //! status changes match a full build of the same cluster.
 
 use tephra_dispatch::policy::Policies;
-use tephra_model::cache::{first_difference, Opens, SnapshotCache};
 use tephra_model::cluster::{Cluster, Phase, PodPhase};
-use tephra_model::snapshot::{build, Built, StatusOverrides};
-use tephra_model::synthetic::{generate, Spec};
+use tephra_readers::synthetic::{generate, Spec};
 use tephra_session::session::{Decision, Outcome, Session};
+use tephra_snapshot::cache::{first_difference, Opens, SnapshotCache};
+use tephra_snapshot::{build, Built, StatusOverrides};
 
 fn cycle(cache: &mut SnapshotCache, c: &Cluster, now_ms: i64) -> Outcome {
     let none = StatusOverrides::default();

@@ -6,7 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tephra_contract::{Event, EvictionKind, ExtensionPoint, Reason};
 use tephra_contract::{Fit, LockOwner, PluginInfo, QueueFigures, Snapshot, SnapshotDelta, Victims, Vote};
-use tephra_model::snapshot::Names;
+use tephra_snapshot::Names;
+
+/// The most of a plugin's text (a fault, a reason) the host keeps: what a
+/// plugin says is one line, and a 50 MB message is cut, not printed.
+pub(crate) const MESSAGE_BYTES: usize = 2 << 10;
 
 /// One extension-point call with its arguments.
 #[derive(Clone, Copy, Debug)]
@@ -148,8 +152,7 @@ impl Reasons {
             return Ok(Answer::Verdict(Some(r.clone())));
         }
         let r = explain(code)?;
-        let r =
-            (Arc::<str>::from(tephra_model::text::one_line(&r.message, crate::policy::MESSAGE_BYTES)), r.unresolvable);
+        let r = (Arc::<str>::from(tephra_model::text::one_line(&r.message, MESSAGE_BYTES)), r.unresolvable);
         self.0.insert(code, r.clone());
         Ok(Answer::Verdict(Some(r)))
     }

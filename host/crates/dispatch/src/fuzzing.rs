@@ -11,8 +11,8 @@ use tephra_contract::{
     Event, ExtensionPoint as P, Fit, LockOwner, PluginInfo, QueueFigures, Reason, Snapshot, SnapshotDelta, Victims,
     Vote,
 };
-use tephra_model::config::PluginConf;
-use tephra_model::snapshot::Names;
+use tephra_readers::config::PluginConf;
+use tephra_snapshot::Names;
 
 /// The fuzzer's bytes, read a little at a time (zeros once used up).
 #[derive(Clone)]
@@ -139,7 +139,7 @@ pub fn answers(data: &[u8]) {
         Slot::new(conf, Box::new(Fuzzed { info, bytes: bytes.clone() }))
     };
     let mut p = Policies::new(vec![vec![slot("a", false), slot("b", true)], vec![slot("c", false)]], true);
-    let snap = tephra_model::snapshot::empty_snapshot(vec!["cpu".into()]);
+    let snap = tephra_snapshot::empty_snapshot(vec!["cpu".into()]);
     let ids = [0, 1, 2, 3];
     for _ in 0..2 {
         p.open(&snap, &Arc::default());

@@ -7,13 +7,13 @@
 //! down plugin fails closed by default: at every gate it implements it
 //! refuses ([`Reply::Closed`]); `faultPolicy: skip` lets it abstain instead.
 
-use crate::backend::{Answer, Backend, Call};
+use crate::backend::{Answer, Backend, Call, MESSAGE_BYTES};
 use std::collections::HashSet;
 use std::sync::Arc;
 use tephra_contract::{Event, ExtensionPoint as P, LockOwner, Snapshot, SnapshotDelta, Vote};
-use tephra_model::config::PluginConf;
-use tephra_model::snapshot::{Extra, Names};
 use tephra_model::text::one_line;
+use tephra_readers::config::PluginConf;
+use tephra_snapshot::{Extra, Names};
 
 /// The enable switch gating an extension point; `None` = always consulted.
 pub fn switch_for(point: P) -> Option<&'static str> {
@@ -173,10 +173,6 @@ fn opening_queue(mut slots: Placed<'_>) -> Placed<'_> {
 }
 
 pub use tephra_contract::point_name;
-
-/// The most of a plugin's text (a fault, a reason) the host keeps: what a
-/// plugin says is one line, and a 50 MB message is cut, not printed.
-pub(crate) const MESSAGE_BYTES: usize = 2 << 10;
 
 /// Why a down plugin refused.
 pub const CLOSED: &str = "plugin is down after a fault and its fault policy is fail-closed";
@@ -1130,7 +1126,7 @@ mod tests {
         });
         let mut p = Policies::new(vec![vec![slow]], true);
         p.cycle_budget = std::time::Duration::from_millis(20);
-        let snap = tephra_model::snapshot::empty_snapshot(vec!["cpu".into()]);
+        let snap = tephra_snapshot::empty_snapshot(vec!["cpu".into()]);
         let asked = || calls.load(std::sync::atomic::Ordering::SeqCst);
         for cycle in 0..STALLS_MAX {
             p.open(&snap, &Arc::default());
@@ -1247,7 +1243,7 @@ mod tests {
             }
         }
         let mut p = Policies::new(vec![slots], true);
-        p.open(&tephra_model::snapshot::empty_snapshot(vec!["cpu".into()]), &Arc::default());
+        p.open(&tephra_snapshot::empty_snapshot(vec!["cpu".into()]), &Arc::default());
         let who: Vec<&str> = p.faults.iter().map(|f| f.plugin.as_str()).collect();
         assert_eq!(who, ["p0", "p3"]);
     }

@@ -8,8 +8,7 @@
 //! a [`Writer`] in the background, a few at a time, so they never hold up a
 //! cycle or crowd out its binds.
 
-use crate::source::{podgroup_resource, queue_resource, VOLCANO_API};
-use crate::status::quantity;
+use crate::kinds::{podgroup_resource, quantity, queue_resource, GROUP_ANNOTATION, QUEUE_ANNOTATION, VOLCANO_API};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -19,10 +18,6 @@ use std::collections::BTreeMap;
 use tephra_model::cluster::{Pod as ModelPod, PodGroup};
 use tokio::sync::mpsc;
 
-/// The pod annotation naming its PodGroup.
-pub const GROUP_ANNOTATION: &str = "scheduling.k8s.io/group-name";
-/// The pod annotation naming the queue of a generated PodGroup.
-pub const QUEUE_ANNOTATION: &str = "scheduling.volcano.sh/queue-name";
 /// Controller writes in flight at once (binds go first: they are what pods wait for).
 const IN_FLIGHT: usize = 4;
 

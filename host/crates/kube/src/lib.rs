@@ -11,9 +11,9 @@
 pub mod controller;
 pub mod decisions;
 pub mod events;
+pub mod kinds;
 pub mod leader;
 pub mod oci;
-pub mod replay;
 pub mod review;
 pub mod rollout;
 pub mod sink;
@@ -126,14 +126,16 @@ impl Retrying {
 /// Parses a positive duration: Go-style `1m30s`, `2s`, `500ms`, or plain
 /// seconds (the one parser the config and manifests use too).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    match tephra_model::config::duration_ms(s) {
+    match tephra_model::duration::duration_ms(s) {
         Some(ms) if ms > 0 => Ok(Duration::from_millis(ms as u64)),
         Some(_) => Err(format!("{s:?} must be positive")),
         None => Err(format!("{s:?} is not a duration of at most a year (like 500ms, 2s, 1m30s)")),
     }
 }
 
-pub(crate) async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client> {
+/// A client from `kubeconfig`, or as kube infers one when none is named
+/// (`$KUBECONFIG`, `~/.kube/config`, then the in-cluster service account).
+pub async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path).with_context(|| format!("kubeconfig {}", path.display()))?;
@@ -313,7 +315,7 @@ impl Kube {
         for (job, at) in changes {
             let Some((ns, name)) = job.split_once('/') else { continue };
             let api: kube::Api<kube::api::DynamicObject> =
-                kube::Api::namespaced_with(self.client.clone(), ns, &source::podgroup_resource());
+                kube::Api::namespaced_with(self.client.clone(), ns, &kinds::podgroup_resource());
             let patch = serde_json::json!({"metadata": {"annotations": {"tephra.io/estimated-start": at}}});
             let params = kube::api::PatchParams::default();
             if let Err(e) = self.rt.block_on(api.patch(name, &params, &kube::api::Patch::Merge(&patch))) {
@@ -510,7 +512,7 @@ impl Driver for Kube {
 
     fn record_usage(&mut self, cluster: &mut Cluster, queue: &str, value: String) {
         let api: kube::Api<kube::api::DynamicObject> =
-            kube::Api::all_with(self.client.clone(), &source::queue_resource());
+            kube::Api::all_with(self.client.clone(), &kinds::queue_resource());
         let patch = serde_json::json!({"metadata": {"annotations": {tephra_scheduler::usage::USAGE: value}}});
         let params = kube::api::PatchParams::default();
         if let Err(e) = self.rt.block_on(api.patch(queue, &params, &kube::api::Patch::Merge(&patch))) {
@@ -569,7 +571,7 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
             None => (None, rest),
         };
         let api = match kind {
-            "Queue" | "PodGroup" => source::VOLCANO_API,
+            "Queue" | "PodGroup" => kinds::VOLCANO_API,
             "PriorityClass" => "scheduling.k8s.io/v1",
             "HyperNode" => "topology.volcano.sh/v1alpha1",
             "Reservation" => tephra_model::window::API_VERSION,
@@ -588,11 +590,11 @@ async fn report_invalid(rec: &events::Recorder, invalid: &[source::Invalid]) {
 /// PodGroup's: each of its waiting pods of ours) also get the reason as
 /// their `PodScheduled=False` condition: no session sees them to give one.
 async fn report_problems(client: &Client, rec: &events::Recorder, cluster: &Cluster, store: &source::Store) {
-    let findings = tephra_model::validate::rules(&cluster.queues);
+    let findings = tephra_readers::validate::rules(&cluster.queues);
     for (queue, problem) in findings.by_queue() {
         tracing::warn!("Queue {queue}: {problem}");
         let Some(meta) = store.queues.get(queue) else { continue };
-        let r = events::reference(source::VOLCANO_API, "Queue", None, queue, &meta.uid);
+        let r = events::reference(kinds::VOLCANO_API, "Queue", None, queue, &meta.uid);
         rec.emit(&r, events::Kind::Warning, "InvalidQueue", problem).await;
     }
     let dangling = cluster.dangling();
@@ -602,7 +604,7 @@ async fn report_problems(client: &Client, rec: &events::Recorder, cluster: &Clus
         let (ns, name) = key.split_once('/').unwrap_or(("", key));
         let r = match (store.pods.get(key), store.podgroups.get(key)) {
             (Some(p), _) if p.ours => events::reference("v1", "Pod", Some(ns), name, &p.uid),
-            (None, Some(g)) => events::reference(source::VOLCANO_API, "PodGroup", Some(ns), name, &g.uid),
+            (None, Some(g)) => events::reference(kinds::VOLCANO_API, "PodGroup", Some(ns), name, &g.uid),
             _ => continue,
         };
         rec.emit(&r, events::Kind::Warning, "FailedScheduling", why).await;

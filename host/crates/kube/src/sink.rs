@@ -10,7 +10,8 @@
 //! never land twice.
 
 use super::events::{reference, Kind, Recorder};
-use super::source::{Store, VOLCANO_API};
+use super::kinds::VOLCANO_API;
+use super::source::Store;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

@@ -14,13 +14,17 @@
 //! the API is read exactly like the same YAML in a file; that happens once
 //! per object version, when its event arrives.
 
-use crate::controller::{self, Write, GROUP_ANNOTATION};
+use crate::controller::{self, Write};
+use crate::kinds::{
+    hypernode_resource, podgroup_resource, queue_resource, reservation_resource, Target, GROUP_ANNOTATION,
+    TARGET_ANNOTATION, VOLCANO_API,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Client, Resource, ResourceExt};
@@ -30,41 +34,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 use tephra_model::cluster::{Cluster, Pod as ModelPod, PodGroup};
-use tephra_model::manifest::{self, Object};
 use tephra_model::tracked::Tracked;
+use tephra_readers::manifest::{self, Object};
 use tokio::sync::mpsc;
-
-/// Volcano's API group and version for Queue and PodGroup.
-pub const VOLCANO_API: &str = "scheduling.volcano.sh/v1beta1";
 
 /// How long an unconfirmed bind or eviction is assumed before the watch is trusted again.
 const ASSUME_FOR: Duration = Duration::from_secs(30);
-
-/// `scheduling.volcano.sh/v1beta1` Queue (cluster-scoped).
-pub fn queue_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "Queue"), "queues")
-}
-
-/// `scheduling.volcano.sh/v1beta1` PodGroup (namespaced).
-pub fn podgroup_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("scheduling.volcano.sh", "v1beta1", "PodGroup"),
-        "podgroups",
-    )
-}
-
-/// `topology.volcano.sh/v1alpha1` HyperNode (cluster-scoped).
-pub fn hypernode_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("topology.volcano.sh", "v1alpha1", "HyperNode"),
-        "hypernodes",
-    )
-}
-
-/// `tephra.io/v1alpha1` Reservation (cluster-scoped): advance reservations.
-pub fn reservation_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("tephra.io", "v1alpha1", "Reservation"), "reservations")
-}
 
 /// One watch event, by the watch it came from (boxed: they travel through
 /// a channel and differ much in size).
@@ -410,19 +385,6 @@ pub struct ObjMeta {
     /// A PodGroup's [`TARGET_ANNOTATION`]: the big-job reservation the
     /// last leader wrote, as written.
     pub target: Option<String>,
-}
-
-/// The PodGroup annotation that keeps a big-job reservation across leaders
-/// (`{"rank":0,"nodes":["n1"]}`): Volcano's PodGroup status schema has no
-/// place for it, so the API server would prune a status field.
-pub const TARGET_ANNOTATION: &str = "tephra.io/reservation";
-
-/// A PodGroup's big-job reservation, as kept in [`TARGET_ANNOTATION`].
-#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Target {
-    /// Its place in the election order.
-    pub rank: usize,
-    pub nodes: Vec<String>,
 }
 
 /// Positions in the cluster's lists, by key.

@@ -5,10 +5,11 @@
 //! per-plugin reason; Events `FailedScheduling`, `Unschedulable`, `Scheduled`.
 
 use super::events::{reference, Kind, Recorder};
-use super::sink::{set_condition, PodRef};
-use super::source::{
-    podgroup_resource, queue_resource, reservation_resource, Store, Target, TARGET_ANNOTATION, VOLCANO_API,
+use super::kinds::{
+    podgroup_resource, quantity, queue_resource, reservation_resource, Target, TARGET_ANNOTATION, VOLCANO_API,
 };
+use super::sink::{set_condition, PodRef};
+use super::source::Store;
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -17,17 +18,8 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use tephra_model::cluster::{podgroup_phase, Cluster, Pod, PodPhase};
 use tephra_model::resource::{self, ResourceList};
-use tephra_scheduler::control::queue_rows;
+use tephra_scheduler::queues::queue_rows;
 use tephra_session::session::{Decision, Outcome};
-
-/// A quantity as the API writes it, exact: memory and pods in units, others in milli-units.
-pub fn quantity(name: &str, v: f64) -> String {
-    match name {
-        "memory" | "pods" => format!("{:.0}", v),
-        _ if (v % 1000.0).abs() < 1e-9 => format!("{:.0}", v / 1000.0),
-        _ => format!("{:.0}m", v),
-    }
-}
 
 /// Extra fields for a Queue's status: `status.reservation {nodes, resource}`
 /// (the locked nodes and their idle total) for a queue that reserves.
@@ -58,7 +50,7 @@ pub async fn write(client: &Client, out: &Outcome, c: &Cluster, store: &Store, r
 /// Each advance reservation's `status`: its window's state, nodes and
 /// times, or `Invalid` with the reason; written when it changed.
 async fn reservations(client: &Client, out: &Outcome, store: &Store) {
-    let time = |ms: Option<i64>| ms.map(tephra_model::manifest::format_time);
+    let time = |ms: Option<i64>| ms.map(tephra_readers::manifest::format_time);
     let mut want: Vec<(String, Value)> = out
         .windows
         .iter()
@@ -211,7 +203,7 @@ async fn queues(client: &Client, out: &Outcome, c: &Cluster, store: &Store) {
         let old = obj.status.get("allocated").and_then(Value::as_object);
         let mut have = ResourceList::new();
         for (k, v) in old.into_iter().flatten() {
-            if let Some(q) = tephra_model::config::scalar_string(&serde_yaml::to_value(v).unwrap_or_default()) {
+            if let Some(q) = tephra_readers::config::scalar_string(&serde_yaml::to_value(v).unwrap_or_default()) {
                 have.insert(k.clone(), resource::parse_resource(k, &q).unwrap_or(f64::NAN));
             }
         }

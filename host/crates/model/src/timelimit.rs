@@ -43,7 +43,7 @@ impl Overrun {
 pub fn check(annotations: &BTreeMap<String, String>) -> Result<(), (String, String)> {
     for key in [TIME_LIMIT, DEFAULT_TIME_LIMIT, MAX_TIME_LIMIT] {
         if let Some(v) = annotations.get(key) {
-            match crate::config::duration_ms(v) {
+            match crate::duration::duration_ms(v) {
                 Some(ms) if ms > 0 => {}
                 _ => return Err((key.into(), format!("{v:?} is not a positive duration (like 90s, 2h, 1h30m)"))),
             }
@@ -56,7 +56,7 @@ pub fn check(annotations: &BTreeMap<String, String>) -> Result<(), (String, Stri
 }
 
 fn ms(annotations: &BTreeMap<String, String>, key: &str) -> Option<i64> {
-    annotations.get(key).and_then(|v| crate::config::duration_ms(v)).filter(|&ms| ms > 0)
+    annotations.get(key).and_then(|v| crate::duration::duration_ms(v)).filter(|&ms| ms > 0)
 }
 
 /// The job's limit in ms: its own, else its queue's default, at most its

@@ -2,7 +2,7 @@
 //! the tree they form over the nodes, and what jobs ask of it
 //! (`networkTopology`, `subGroupPolicy`).
 
-use crate::cluster::{MatchExpr, Node};
+use crate::node::{selects, MatchExpr, Node};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Name of the HyperNode standing for the whole cluster (Volcano's virtual top).
@@ -53,7 +53,7 @@ impl NodeSelector {
             NodeSelector::Exact(name) => &n.name == name,
             NodeSelector::Regex(re) => re.is_match(&n.name),
             // An empty labelMatch picks nothing (Volcano's member resolution).
-            NodeSelector::Labels(reqs) => !reqs.is_empty() && crate::snapshot::selects(&Some(reqs.clone()), &n.labels),
+            NodeSelector::Labels(reqs) => !reqs.is_empty() && selects(&Some(reqs.clone()), &n.labels),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! its nodes only if its enforced time limit ends first; the window may
 //! repeat daily or weekly, or float a fixed time ahead of now.
 
-use crate::cluster::Node;
+use crate::node::Node;
 use std::collections::BTreeMap;
 
 /// The API group and version of the `Reservation` kind.

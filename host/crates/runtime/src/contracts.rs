@@ -4,7 +4,7 @@
 //! `policy` export with every point). A component's version is read from
 //! its exports; the calls and their answers are the same for all.
 
-use crate::engine::State;
+use crate::state::State;
 use anyhow::{anyhow, Result};
 use tephra_contract::legacy::{delta_0_4, info_0_5, snapshot_0_4, snapshot_0_6};
 use tephra_contract::world::v0_6::points as points_0_6;

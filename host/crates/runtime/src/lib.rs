@@ -9,6 +9,7 @@ pub mod library;
 mod output;
 mod plugin;
 pub mod staging;
+mod state;
 pub mod watch;
 
 pub use engine::{default_cache_dir, Runtime, Sandbox};

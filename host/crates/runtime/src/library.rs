@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tephra_dispatch::backend::Backend;
 use tephra_dispatch::policy::{Policies, Slot};
-use tephra_model::config::SchedulerConfig;
+use tephra_readers::config::SchedulerConfig;
 
 /// How a version that is not live came to be out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Library {
 
     /// Loads one component as the live version of the plugin it names.
     pub fn load_file(&mut self, path: &Path) -> Result<String> {
-        let bytes = tephra_model::files::read(path)?;
+        let bytes = tephra_readers::files::read(path)?;
         let p = WasmPlugin::load(&self.runtime, &bytes, &path.display().to_string())?;
         let name = p.info().name.clone();
         self.plugins.insert(name.clone(), p);
@@ -225,7 +225,7 @@ impl Library {
 /// Loads `<name>.wasm` from a plugins directory: a component that calls
 /// itself something else is refused (a swap would replace the wrong plugin).
 pub fn load_named(runtime: &Runtime, f: &Path) -> Result<WasmPlugin> {
-    let bytes = tephra_model::files::read(f)?;
+    let bytes = tephra_readers::files::read(f)?;
     named(WasmPlugin::load(runtime, &bytes, &f.display().to_string())?, f)
 }
 

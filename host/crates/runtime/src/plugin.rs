@@ -4,12 +4,13 @@
 //! through all the memory the snapshot needs, every cycle.
 
 use crate::contracts::{self, Instance, Pre};
-use crate::engine::{Runtime, State};
+use crate::engine::Runtime;
+use crate::state::State;
 use anyhow::{anyhow, bail, Result};
 use std::sync::Arc;
 use tephra_contract::{Event, PluginInfo, Snapshot, SnapshotDelta};
 use tephra_dispatch::backend::{Answer, Backend, Call, Reasons};
-use tephra_model::snapshot::Names;
+use tephra_snapshot::Names;
 use wasmtime::Store;
 
 /// A policy running as a WebAssembly component.

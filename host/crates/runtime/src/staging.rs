@@ -8,8 +8,8 @@ use std::sync::Arc;
 use tephra_contract::{ExtensionPoint as P, Snapshot};
 use tephra_dispatch::backend::{Backend, Call};
 use tephra_dispatch::policy::{Policies, Slot};
-use tephra_model::config::{PluginConf, SchedulerConfig};
-use tephra_model::snapshot::Names;
+use tephra_readers::config::{PluginConf, SchedulerConfig};
+use tephra_snapshot::Names;
 
 /// Compiles a component and validates it; see [`validate`].
 pub fn stage(

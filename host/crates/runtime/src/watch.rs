@@ -27,7 +27,7 @@ impl Watcher {
     pub fn spawn(dir: &Path, runtime: Runtime, every: Duration) -> Result<Watcher> {
         let mut seen: BTreeMap<PathBuf, String> = BTreeMap::new();
         for f in wasm_files(dir)? {
-            if let Ok(b) = tephra_model::files::read(&f) {
+            if let Ok(b) = tephra_readers::files::read(&f) {
                 seen.insert(f, content_hash(&b));
             }
         }
@@ -37,7 +37,7 @@ impl Watcher {
             std::thread::sleep(every);
             let Ok(files) = wasm_files(&dir) else { continue };
             for f in files {
-                let Ok(bytes) = tephra_model::files::read(&f) else { continue };
+                let Ok(bytes) = tephra_readers::files::read(&f) else { continue };
                 let hash = content_hash(&bytes);
                 if seen.get(&f) == Some(&hash) {
                     continue;

@@ -8,6 +8,7 @@
 pub mod control;
 pub mod intent;
 pub mod metrics;
+pub mod queues;
 pub mod rollout;
 pub mod run;
 pub mod scheduler;

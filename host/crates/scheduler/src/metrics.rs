@@ -6,7 +6,7 @@
 //! Latencies are milliseconds; `*_milli_cpu` millicores, `*_memory_bytes`
 //! bytes, `*_scalar_resources` milli-units (a GPU is 1000), as Volcano.
 
-use crate::control::QueueRow;
+use crate::queues::QueueRow;
 use prometheus::{Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, Opts, Registry};
 use std::collections::BTreeSet;
 use tephra_model::cluster::Cluster;

@@ -3,8 +3,9 @@
 //! then the [`Driver`] brings the long-lived cluster up to date, the
 //! scheduler runs a cycle on it, and the driver applies the outcome.
 
-use crate::control::{queue_rows, Control, Figure, QueueRow};
+use crate::control::{Control, Figure};
 use crate::intent::{Act, Actor, Declared};
+use crate::queues::{queue_rows, QueueRow};
 use crate::rollout::{Rolled, Rollout, Rollouts};
 use crate::scheduler::{Notice, Scheduler};
 use crate::shadow::ShadowDiff;
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tephra_dispatch::backend::Backend;
 use tephra_model::cluster::Cluster;
-use tephra_model::config::SchedulerConfig;
+use tephra_readers::config::SchedulerConfig;
 use tephra_runtime::content_hash;
 use tephra_runtime::watch::Watcher;
 use tephra_session::reservation::Reservations;
@@ -123,7 +124,7 @@ impl<D: Driver> Loop<D> {
 
     /// Reloads `path` when its content changes; a bad edit keeps the running config.
     pub fn watch_config(&mut self, path: &Path) {
-        let hash = tephra_model::files::read(path).ok().map(|b| content_hash(&b));
+        let hash = tephra_readers::files::read(path).ok().map(|b| content_hash(&b));
         self.config = Some(ConfigFile { path: path.to_path_buf(), hash });
     }
 
@@ -156,7 +157,7 @@ impl<D: Driver> Loop<D> {
             }
         }
         if let Some(c) = &mut self.config {
-            let hash = tephra_model::files::read(&c.path).ok().map(|b| content_hash(&b));
+            let hash = tephra_readers::files::read(&c.path).ok().map(|b| content_hash(&b));
             if hash != c.hash {
                 c.hash = hash;
                 match SchedulerConfig::read(&c.path) {

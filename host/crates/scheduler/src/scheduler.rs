@@ -13,13 +13,13 @@ use tephra_actions as actions;
 use tephra_contract::Snapshot;
 use tephra_dispatch::backend::Backend;
 use tephra_dispatch::policy::Policies;
-use tephra_model::cache::SnapshotCache;
 use tephra_model::cluster::Cluster;
-use tephra_model::config::SchedulerConfig;
+use tephra_readers::config::SchedulerConfig;
 use tephra_runtime::library::Held;
 use tephra_runtime::{staging, Library, WasmPlugin};
 use tephra_session::reservation::Reservations;
 use tephra_session::session::{Decision, Names, Outcome, Session, StatusOverrides};
+use tephra_snapshot::cache::SnapshotCache;
 
 /// How much a notice matters to the person reading the logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use tephra_model::cluster::{Cluster, PodPhase};
-use tephra_model::config::SchedulerConfig;
+use tephra_readers::config::SchedulerConfig;
 
 /// The Queue annotation holding its usage:
 /// `total=<cluster-seconds>;at=<ms since the epoch>;ns/<namespace>=<cluster-seconds>…`.
@@ -48,7 +48,7 @@ pub fn settings(config: &SchedulerConfig) -> Option<(i64, i64)> {
 fn parse(v: &str) -> Option<i64> {
     match v.strip_suffix('d').and_then(|d| d.parse::<f64>().ok()) {
         Some(days) => Some((days * 86_400_000.0) as i64),
-        None => tephra_model::config::duration_ms(v),
+        None => tephra_model::duration::duration_ms(v),
     }
     .filter(|&ms| ms > 0)
 }

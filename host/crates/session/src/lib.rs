@@ -4,6 +4,7 @@
 //! decisions together, [`reservation`] locks, and the
 //! [`session::Outcome`] a closed session hands back.
 
+mod locks;
 pub mod reservation;
 pub mod session;
 pub mod statement;

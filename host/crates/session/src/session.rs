@@ -2,17 +2,17 @@
 //! [`Snapshot`] every plugin receives), the derived job counters, the event
 //! log that keeps plugins in step, and the decisions taken.
 
-use crate::reservation::{Locks, QueueReservation, Reservations};
+use crate::locks::{Locks, QueueReservation, Reservations, WindowStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use tephra_contract::{Event, EventKind, JobPhase, Snapshot, SnapshotDelta, TaskStatus};
 use tephra_dispatch::policy::{Fault, Policies};
-use tephra_model::cache::{Basis, SnapshotCache};
 use tephra_model::cluster::{Cluster, Condition};
 use tephra_model::resource;
-use tephra_model::snapshot::{self, move_on_nodes, Built, Moved};
-pub use tephra_model::snapshot::{is_allocated, node_share, phase_name, Extra, NameMap, Names, StatusOverrides, NONE};
+use tephra_snapshot::{self as snapshot, move_on_nodes, Built, Moved};
+use tephra_snapshot::{cache::SnapshotCache, Basis};
+pub use tephra_snapshot::{is_allocated, node_share, phase_name, Extra, NameMap, Names, StatusOverrides, NONE};
 
 /// A decision the session commits.
 #[derive(Clone, Debug, PartialEq)]
@@ -467,7 +467,7 @@ pub struct Outcome {
     /// Every reserving queue's `status.reservation`.
     pub reservation_status: Vec<QueueReservation>,
     /// Every advance reservation's status.
-    pub windows: Vec<crate::window::WindowStatus>,
+    pub windows: Vec<WindowStatus>,
     /// The HyperNodes chosen as domains: (job, subgroup or `NONE`, HyperNode).
     pub domains: Vec<(u32, u32, u32)>,
 }

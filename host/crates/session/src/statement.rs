@@ -3,7 +3,7 @@
 
 use crate::session::{Decision, Session};
 use tephra_contract::TaskStatus;
-use tephra_model::snapshot::NONE;
+use tephra_snapshot::NONE;
 
 #[derive(Clone, Debug)]
 enum Op {

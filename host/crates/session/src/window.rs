@@ -2,32 +2,9 @@
 //! Placement asks [`Session::window_blocks`] beside the reservation locks
 //! (from [`Session::lock_blocks`], so every action honours both).
 
+pub use crate::locks::{Window, WindowStatus};
 use crate::session::Session;
 use tephra_model::cluster::Cluster;
-
-/// A reservation's window as the session sees it.
-#[derive(Clone, Debug)]
-pub struct Window {
-    pub name: String,
-    /// The window in force or next (ms).
-    pub start_ms: i64,
-    pub end_ms: i64,
-    pub maintenance: bool,
-    /// Queues (ids) and namespaces it serves.
-    pub queues: Vec<u32>,
-    pub namespaces: Vec<String>,
-}
-
-/// A reservation's status after a cycle.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WindowStatus {
-    pub name: String,
-    /// `Pending`, `Active` or `Ended`.
-    pub state: &'static str,
-    pub nodes: Vec<String>,
-    /// The window in force or next (ms; none once ended).
-    pub window: Option<(i64, i64)>,
-}
 
 impl Session {
     /// Loads the cluster's reservations whose window is in force or to come.

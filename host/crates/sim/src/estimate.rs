@@ -8,8 +8,8 @@
 use crate::simulate::{Options, Simulation};
 use std::collections::{BTreeMap, HashMap};
 use tephra_model::cluster::{Cluster, Phase, Pod, PodPhase};
-use tephra_model::manifest::DURATION;
 use tephra_model::timelimit;
+use tephra_readers::manifest::DURATION;
 use tephra_scheduler::Scheduler;
 
 /// A waiting job's predicted start.

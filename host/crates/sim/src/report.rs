@@ -4,7 +4,7 @@ use serde::Serialize;
 use std::fmt::Write;
 use tephra_model::resource::{display, ResourceList};
 
-pub use tephra_scheduler::control::QueueRow;
+pub use tephra_scheduler::queues::QueueRow;
 
 /// Everything that happened in one cycle.
 #[derive(Clone, Debug, Default, Serialize)]

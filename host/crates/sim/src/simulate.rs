@@ -5,20 +5,18 @@
 //! [`Sim`] is the loop's driver; [`Simulation`] is the loop over it.
 
 use crate::report::{CycleReport, ReservationRow};
+use crate::workloads::SCHEDULER_NAMES;
 use std::collections::{HashMap, HashSet};
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 use tephra_contract::JobPhase;
 use tephra_model::cluster::*;
-use tephra_model::manifest::{Object, Timed, DURATION};
 use tephra_model::tracked::Tracked;
-use tephra_scheduler::control::queue_rows;
+use tephra_readers::manifest::{Object, Timed, DURATION};
+use tephra_scheduler::queues::queue_rows;
 use tephra_scheduler::run::{Cycle, Driver, Loop};
 use tephra_scheduler::Scheduler;
 use tephra_session::session::{Decision, Outcome};
-
-/// Scheduler names whose pods tephra schedules.
-pub const SCHEDULER_NAMES: [&str; 2] = ["volcano", "tephra"];
 
 /// Simulation settings.
 #[derive(Clone, Debug)]
@@ -467,7 +465,7 @@ impl Sim {
             let new = podgroup_phase(g, g.phase, &pods);
             if new != g.phase {
                 r.phases.push((g.key(), format!("{new:?}")));
-                if new == Phase::Completed && g.annotations.contains_key(tephra_model::trace::TRACE_JOB) {
+                if new == Phase::Completed && g.annotations.contains_key(tephra_readers::trace::TRACE_JOB) {
                     self.done.push((g.namespace.clone(), g.name.clone()));
                 }
                 changed.push((gi, new));

@@ -8,9 +8,11 @@
 //! Volcano's podgroup controller makes it for an owner: minMember 1 (or
 //! `scheduling.volcano.sh/group-min-member`), its queue annotation.
 
-use crate::simulate::SCHEDULER_NAMES;
 use std::collections::HashMap;
 use tephra_model::cluster::{Cluster, Phase, Pod, PodGroup, PodPhase, Workload, WorkloadKind};
+
+/// Scheduler names whose pods tephra schedules.
+pub const SCHEDULER_NAMES: [&str; 2] = ["volcano", "tephra"];
 
 /// Pod and PodGroup annotation naming the owner (`Kind/name`) the
 /// simulator made them for.

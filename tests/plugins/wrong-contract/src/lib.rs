@@ -1,6 +1,9 @@
 //! A component built against a future contract (`tephra:scheduler@9.0.0`):
 //! the host must refuse it at load with a message naming the version.
 
+// The generated bindings' exports are `unsafe` (the SDK's are allowed in the SDK).
+#![allow(unsafe_code)]
+
 wit_bindgen::generate!({
     inline: r#"
         package tephra:scheduler@9.0.0;

@@ -2,10 +2,10 @@
 //! (guarantee ≤ deserved ≤ capability, children within their parent) and
 //! hierarchy shape. Errors reject the input; warnings are printed.
 
-use crate::cluster::Queue;
 use crate::config::SchedulerConfig;
-use crate::resource::{display, ResourceList, EPSILON};
 use std::collections::{BTreeMap, BTreeSet};
+use tephra_model::cluster::Queue;
+use tephra_model::resource::{display, ResourceList, EPSILON};
 
 /// What validation found: the first error stops everything.
 #[derive(Debug, Default)]

@@ -3,10 +3,11 @@
 //! constraints, host ports, node-affinity terms, and the pods on nodes
 //! that are not tasks (residents), which those rules see too.
 
-use super::Interner;
-use crate::cluster::{Cluster, MatchExpr, Pod, PodTerm, Selector};
+use crate::names::Interner;
 use std::collections::BTreeMap;
 use tephra_contract as c;
+use tephra_model::cluster::{Cluster, MatchExpr, Pod, PodTerm};
+use tephra_model::node::selects;
 
 /// Rows of residents, numbered from 0 until the task count is known.
 #[derive(Default)]
@@ -27,21 +28,6 @@ impl Residents {
         let attachments = self.attachments.into_iter().map(|a| c::Attachment { pod: a.pod + tasks, ..a });
         snap.pod_attachments.extend(attachments);
     }
-}
-
-/// Whether `labels` satisfy every requirement of `sel` (`None` matches nothing).
-pub fn selects(sel: &Selector, labels: &BTreeMap<String, String>) -> bool {
-    let Some(reqs) = sel else { return false };
-    reqs.iter().all(|r| {
-        let v = labels.get(&r.key);
-        match r.operator.as_str() {
-            "In" => v.is_some_and(|v| r.values.contains(v)),
-            "NotIn" => v.is_none_or(|v| !r.values.contains(v)),
-            "Exists" => v.is_some(),
-            "DoesNotExist" => v.is_none(),
-            _ => false,
-        }
-    })
 }
 
 fn requirements(s: &mut Interner, reqs: &[MatchExpr]) -> Vec<c::Requirement> {

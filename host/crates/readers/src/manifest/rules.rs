@@ -4,10 +4,10 @@
 //! (`matchLabelKeys`, `mismatchLabelKeys`) are merged into the selectors
 //! here, as the API server does, so plugins see plain selectors.
 
-use super::{get, int, seq, string, At};
-use crate::cluster::{HostPort, MatchExpr, Pod, PodTerm, Selector, Spread};
+use super::fields::{get, int, seq, string, At};
 use anyhow::Result;
 use serde_yaml::Value;
+use tephra_model::cluster::{HostPort, MatchExpr, Pod, PodTerm, Selector, Spread};
 
 const NODE_OPS: [&str; 6] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 const LABEL_OPS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];
@@ -117,7 +117,7 @@ fn requirement(at: &At, e: &Value, path: &str, ops: &[&str]) -> Result<MatchExpr
 pub(super) fn selector(at: &At, v: &Value, key: &str, path: &str) -> Result<Selector> {
     let Some(s) = get(v, key) else { return Ok(None) };
     let path = format!("{path}.{key}");
-    let mut out: Vec<MatchExpr> = super::map(at, s, "matchLabels")?
+    let mut out: Vec<MatchExpr> = super::fields::map(at, s, "matchLabels")?
         .into_iter()
         .map(|(key, v)| MatchExpr { key, operator: "In".into(), values: vec![v], field: false })
         .collect();

@@ -1,21 +1,22 @@
 //! The last session, kept so the next one starts from it. Most cycles change
 //! a cluster only in pods' and PodGroups' statuses (binds, starts, phase
-//! updates), which [`Tracked`](crate::tracked::Tracked) lists; the next
+//! updates), which [`Tracked`](tephra_model::tracked::Tracked) lists; the next
 //! session then settles the tasks that moved instead of rebuilding every
 //! column, name and class from the cluster. Anything else (an object added,
 //! removed or respecified, a priority class, status overrides) means a full
 //! build.
 
-use crate::cluster::{Claim, Cluster, PriorityClass, Volume};
-use crate::resource::PODS;
+use crate::basis::Marks;
+use crate::names::NONE;
 use crate::snapshot::{
     class_of, dense_row, job_phase, job_signature, move_on_nodes, node_share, resident_at, task_status, Built, Moved,
-    StatusOverrides, NONE,
+    StatusOverrides,
 };
-use crate::tracked::{Changes, Mark};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use tephra_contract::TaskStatus;
+use tephra_model::cluster::Cluster;
+use tephra_model::resource::PODS;
+use tephra_model::tracked::Changes;
 
 /// Keeps the last closed session's build, for the next session to start from.
 #[derive(Default)]
@@ -32,80 +33,6 @@ pub struct Opens {
     pub full: u64,
     /// Updated from the last session.
     pub updated: u64,
-}
-
-/// Where a session's cluster stood: nodes, queues, PodGroups, pods.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Marks([Option<Mark>; 4]);
-
-impl Marks {
-    /// Where `c`'s object lists stand now.
-    pub fn of(c: &Cluster) -> Marks {
-        Marks([Some(c.nodes.mark()), Some(c.queues.mark()), Some(c.podgroups.mark()), Some(c.pods.mark())])
-    }
-}
-
-/// What a session needs beyond its snapshot to become the next one.
-#[derive(Clone, Debug, Default)]
-pub struct Basis {
-    pub(crate) marks: Marks,
-    pub(crate) classes: BTreeMap<String, PriorityClass>,
-    pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    /// What pods' volumes resolve to.
-    pub(crate) storage: Storage,
-    /// The HyperNodes the topology columns were built from.
-    pub(crate) hypernodes: BTreeMap<String, crate::topology::HyperNode>,
-    pub(crate) topology_error: Option<String>,
-    /// The label keys selectors read (what classes cover of labels).
-    pub(crate) selector_keys: crate::snapshot::LabelKeys,
-    /// Whether status overrides applied (a scenario's session: never kept).
-    pub(crate) overrides: bool,
-    /// Per job, [`job_signature`].
-    pub(crate) job_sig: Vec<u64>,
-    /// Per PodGroup, its job (`NONE`: its queue does not exist).
-    pub(crate) pg_job: Vec<u32>,
-    /// Per pod, its task (`NONE`: not a task).
-    pub(crate) pod_task: Vec<u32>,
-    /// Per pod that is not a task, the node and status its usage counts on.
-    pub(crate) pod_node: Vec<u32>,
-    pub(crate) pod_status: Vec<TaskStatus>,
-    /// Per pod, its resident (`NONE`: a task).
-    pub(crate) pod_resident: Vec<u32>,
-    /// Tasks the session moved.
-    pub touched: Vec<u32>,
-    /// The session's id (set when it is assembled).
-    pub session: u64,
-}
-
-/// A cluster's claims, volumes and attach limits, as a session saw them.
-#[derive(Clone, Debug, Default)]
-pub struct Storage {
-    claims: BTreeMap<String, Claim>,
-    volumes: BTreeMap<String, Volume>,
-    attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
-}
-
-impl Storage {
-    pub fn of(c: &Cluster) -> Storage {
-        Storage { claims: c.claims.clone(), volumes: c.volumes.clone(), attach_limits: c.attach_limits.clone() }
-    }
-
-    /// Whether `c` still has these.
-    fn is(&self, c: &Cluster) -> bool {
-        self.claims == c.claims && self.volumes == c.volumes && self.attach_limits == c.attach_limits
-    }
-}
-
-impl Basis {
-    /// Per job, its signature (what its tasks' classes depend on).
-    pub fn job_signatures(&self) -> &[u64] {
-        &self.job_sig
-    }
-
-    /// Per pod that is not a task, the node its usage counts on.
-    pub fn pod_nodes(&self) -> &[u32] {
-        &self.pod_node
-    }
 }
 
 impl SnapshotCache {
@@ -272,7 +199,7 @@ fn shifts(a: Place, b: Place) -> bool {
 struct Lookup<'a> {
     c: &'a Cluster,
     names: &'a [String],
-    index: &'a crate::snapshot::NameMap<String>,
+    index: &'a crate::names::NameMap<String>,
 }
 
 impl Lookup<'_> {
@@ -287,7 +214,7 @@ impl Lookup<'_> {
     }
 
     /// Where a pod counts now: its node and status.
-    fn placed(&self, p: &crate::cluster::Pod, was: u32) -> Place {
+    fn placed(&self, p: &tephra_model::cluster::Pod, was: u32) -> Place {
         (self.node_of(&p.node, was), task_status(p.phase, p.node.is_some(), p.deleting))
     }
 }
@@ -299,7 +226,7 @@ struct Jobs<'a> {
     d: usize,
     sig: &'a [u64],
     reclass: &'a [bool],
-    keys: &'a crate::snapshot::LabelKeys,
+    keys: &'a crate::rules::LabelKeys,
 }
 
 /// The task columns settling writes, from task `from` on.
@@ -373,7 +300,7 @@ fn settle_tasks(look: &Lookup, jobs: &Jobs, task_pod: &[usize], cols: Columns, t
 /// In debug builds (every test), an updated session must equal a full build.
 fn debug_assert_full_build_agrees(p: &Built, c: &Cluster, now_ms: i64) {
     if cfg!(debug_assertions) {
-        let full = crate::snapshot::build(c, &StatusOverrides::default(), now_ms);
+        let full = crate::build(c, &StatusOverrides::default(), now_ms);
         assert!(
             p.snap == full.snap,
             "an updated session differs from a full build: {}",

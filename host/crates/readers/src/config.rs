@@ -4,6 +4,7 @@
 use anyhow::{anyhow, bail, Result};
 use serde_yaml::Value;
 use std::collections::BTreeMap;
+use tephra_model::duration::duration_ms;
 
 /// The actions tephra has, by the names a config gives them: the one list
 /// (the actions crate maps each to its code with an exhaustive match).
@@ -173,7 +174,7 @@ impl Limits {
                 _ => Err(anyhow!("{at}: {text:?} is not a positive duration of at most a year (like 2s, 500ms)")),
             };
             // At least 1 MiB, and less than the 4 GiB a 32-bit memory can reach.
-            let bytes = || match crate::resource::parse_quantity(&text) {
+            let bytes = || match tephra_model::resource::parse_quantity(&text) {
                 Ok(b) if (f64::from(1 << 20)..=4_294_967_296.0).contains(&b) => Ok(Some(b as usize)),
                 _ => Err(anyhow!("{at}: {text:?} is not a size between 1Mi and 4Gi")),
             };
@@ -190,37 +191,6 @@ impl Limits {
         Ok(l)
     }
 }
-
-/// A duration in ms: Go-style `1h30m`, `90s`, `250ms`, or plain seconds;
-/// `None` when malformed, negative or longer than [`DURATION_MAX_MS`].
-pub fn duration_ms(s: &str) -> Option<i64> {
-    let s = s.trim();
-    // Past a year a duration is a typo, and past i64 it would wrap.
-    let bounded = |ms: f64| (ms.is_finite() && (0.0..=DURATION_MAX_MS as f64).contains(&ms)).then(|| ms.round() as i64);
-    if let Ok(secs) = s.parse::<f64>() {
-        return bounded(secs * 1000.0);
-    }
-    let (mut total, mut rest) = (0.0, s);
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let value: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ms" => 1.0,
-            "s" => 1e3,
-            "m" => 60e3,
-            "h" => 3600e3,
-            _ => return None,
-        };
-        total += value * scale;
-        rest = &rest[unit_end..];
-    }
-    bounded(total)
-}
-
-/// The longest duration [`duration_ms`] accepts: a year.
-pub const DURATION_MAX_MS: i64 = 365 * 24 * 3600 * 1000;
 
 /// Renders a YAML scalar the way plugin argument getters expect it.
 pub fn scalar_string(v: &Value) -> Option<String> {

@@ -1,17 +1,22 @@
 //! The `Reservation` kind (tephra.io/v1alpha1): an advance reservation, read
 //! with every mistake named by its field.
 
-use super::{boolean, count, get, map, parse_time, seq, string, At};
-use crate::window::{AdvanceReservation, Repeat};
+use super::fields::{boolean, count, get, map, parse_time, seq, string, At, Doc};
+use super::object::Object;
 use anyhow::Result;
 use serde_yaml::Value;
+use tephra_model::window::{AdvanceReservation, Repeat};
 
 /// Reads a `Reservation`'s spec.
-pub(super) fn reservation(at: &At, v: &Value, name: String) -> Result<AdvanceReservation> {
+pub(super) fn read(d: Doc) -> Result<Object> {
+    Ok(Object::Reservation(reservation(d.at, d.v, d.meta.name)?))
+}
+
+fn reservation(at: &At, v: &Value, name: String) -> Result<AdvanceReservation> {
     let duration = |path: &str| -> Result<Option<i64>> {
         match string(at, v, path)? {
             None => Ok(None),
-            Some(s) => match crate::config::duration_ms(&s) {
+            Some(s) => match tephra_model::duration::duration_ms(&s) {
                 Some(ms) if ms > 0 => Ok(Some(ms)),
                 _ => Err(at.err(path, format!("{s:?} is not a positive duration (like 30m, 2h)"))),
             },

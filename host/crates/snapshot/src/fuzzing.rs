@@ -2,8 +2,8 @@
 //! regression corpus (the tests below): arbitrary bytes through the input
 //! readers must give a value or an error, never a panic.
 
-use crate::cluster::Cluster;
-use crate::manifest::{parse, Object};
+use tephra_model::cluster::Cluster;
+use tephra_readers::manifest::{parse, Object};
 
 /// Manifest text: read it, and what reads is put in a cluster, validated
 /// and snapshotted as `tephra simulate` would.
@@ -23,15 +23,15 @@ pub fn manifest(data: &[u8]) {
             }
         }
     }
-    let _ = crate::validate::rules(&c.queues);
+    let _ = tephra_readers::validate::rules(&c.queues);
     let _ = c.dangling();
-    let _ = crate::snapshot::build(&c, &Default::default(), 0);
+    let _ = crate::build(&c, &Default::default(), 0);
 }
 
 /// A scheduler config.
 pub fn config(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = crate::config::SchedulerConfig::parse(text, "fuzz.conf");
+        let _ = tephra_readers::config::SchedulerConfig::parse(text, "fuzz.conf");
     }
 }
 
@@ -39,10 +39,10 @@ pub fn config(data: &[u8]) {
 pub fn quantity(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     for line in text.lines() {
-        let _ = crate::resource::parse_quantity(line);
-        let _ = crate::resource::parse_resource("memory", line);
-        let _ = crate::config::duration_ms(line);
-        let _ = crate::text::one_line(line, 16);
+        let _ = tephra_model::resource::parse_quantity(line);
+        let _ = tephra_model::resource::parse_resource("memory", line);
+        let _ = tephra_model::duration::duration_ms(line);
+        let _ = tephra_model::text::one_line(line, 16);
     }
 }
 

@@ -8,7 +8,6 @@
 //! honour. What happened is read from the API server's watch: when each pod
 //! ran, where, and when it ended, in trace seconds.
 
-use crate::source::podgroup_resource;
 use anyhow::{anyhow, Context, Result};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
@@ -19,8 +18,9 @@ use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tephra_kube::kinds::podgroup_resource;
 use tephra_model::cluster::{Node, Queue};
-use tephra_model::trace::{TraceJob, GPU, TRACE_JOB};
+use tephra_readers::trace::{TraceJob, GPU, TRACE_JOB};
 use tokio::sync::mpsc;
 
 /// How a replay runs.
@@ -41,10 +41,10 @@ pub struct Options {
 pub fn prepare(nodes: &[Node], queues: &[Queue], opts: &Options) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async {
-        let client = crate::client(opts.kubeconfig.as_ref()).await?;
+        let client = tephra_kube::client(opts.kubeconfig.as_ref()).await?;
         let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
         let ours: BTreeSet<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
-        let existing = api.list(&Default::default()).await.map_err(|e| anyhow!("nodes: {}", crate::api_error(&e)))?;
+        let existing = api.list(&Default::default()).await.map_err(|e| anyhow!("nodes: {}", tephra_kube::api_error(&e)))?;
         let others: Vec<String> =
             existing.items.iter().filter_map(|n| n.metadata.name.clone()).filter(|n| !ours.contains(n.as_str())).collect();
         if !others.is_empty() {
@@ -57,7 +57,7 @@ pub fn prepare(nodes: &[Node], queues: &[Queue], opts: &Options) -> Result<()> {
         let have: BTreeSet<String> = existing.items.iter().filter_map(|n| n.metadata.name.clone()).collect();
         for (i, n) in nodes.iter().enumerate().filter(|(_, n)| !have.contains(&n.name)) {
             let res: serde_json::Map<String, serde_json::Value> =
-                n.allocatable.iter().map(|(k, v)| (k.clone(), json!(crate::status::quantity(k, *v)))).collect();
+                n.allocatable.iter().map(|(k, v)| (k.clone(), json!(tephra_kube::kinds::quantity(k, *v)))).collect();
             let mut labels = n.labels.clone();
             labels.entry("kubernetes.io/hostname".into()).or_insert_with(|| n.name.clone());
             let taints: Vec<serde_json::Value> =
@@ -70,12 +70,12 @@ pub fn prepare(nodes: &[Node], queues: &[Queue], opts: &Options) -> Result<()> {
                     "addresses": [{"type": "InternalIP", "address": format!("10.251.{}.{}", i / 250, i % 250 + 1)}],
                 },
             }))?;
-            api.create(&PostParams::default(), &obj).await.map_err(|e| anyhow!("node {}: {}", n.name, crate::api_error(&e)))?;
+            api.create(&PostParams::default(), &obj).await.map_err(|e| anyhow!("node {}: {}", n.name, tephra_kube::api_error(&e)))?;
         }
-        let qapi: Api<DynamicObject> = Api::all_with(client.clone(), &crate::source::queue_resource());
+        let qapi: Api<DynamicObject> = Api::all_with(client.clone(), &tephra_kube::kinds::queue_resource());
         for q in queues {
             let list = |r: &tephra_model::resource::ResourceList| -> serde_json::Map<String, serde_json::Value> {
-                r.iter().map(|(k, v)| (k.clone(), json!(crate::status::quantity(k, *v)))).collect()
+                r.iter().map(|(k, v)| (k.clone(), json!(tephra_kube::kinds::quantity(k, *v)))).collect()
             };
             let mut spec = json!({"weight": q.weight, "reclaimable": q.reclaimable, "priority": q.priority});
             for (field, r) in [("capability", &q.capability), ("deserved", &q.deserved)] {
@@ -90,17 +90,17 @@ pub fn prepare(nodes: &[Node], queues: &[Queue], opts: &Options) -> Result<()> {
                 spec["parent"] = json!(p);
             }
             let obj: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": crate::source::VOLCANO_API, "kind": "Queue",
+                "apiVersion": tephra_kube::kinds::VOLCANO_API, "kind": "Queue",
                 "metadata": {"name": q.name, "annotations": q.annotations}, "spec": spec,
             }))?;
             match qapi.create(&PostParams::default(), &obj).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => return Err(anyhow!("Queue {}: {}", q.name, crate::api_error(&e))),
+                Err(e) => return Err(anyhow!("Queue {}: {}", q.name, tephra_kube::api_error(&e))),
             }
         }
         for _ in 0..1200 {
-            let list = api.list(&Default::default()).await.map_err(|e| anyhow!("nodes: {}", crate::api_error(&e)))?;
+            let list = api.list(&Default::default()).await.map_err(|e| anyhow!("nodes: {}", tephra_kube::api_error(&e)))?;
             let ready = list
                 .items
                 .iter()
@@ -181,7 +181,7 @@ pub fn replay(jobs: &[TraceJob], opts: &Options) -> Result<Vec<Observed>> {
 }
 
 async fn run(jobs: &[TraceJob], opts: &Options) -> Result<Vec<Observed>> {
-    let client = crate::client(opts.kubeconfig.as_ref()).await?;
+    let client = tephra_kube::client(opts.kubeconfig.as_ref()).await?;
     for ns in jobs.iter().map(|j| j.namespace.as_str()).collect::<BTreeSet<_>>() {
         namespace(&client, ns).await?;
     }
@@ -348,7 +348,7 @@ where
     S: futures::Stream<Item = Result<Event<K>, watcher::Error>>,
 {
     let mut stream = std::pin::pin!(stream);
-    let mut retrying = crate::Retrying::default();
+    let mut retrying = tephra_kube::Retrying::default();
     while let Some(e) = stream.next().await {
         match e {
             Ok(ev) => {
@@ -356,7 +356,7 @@ where
                     return;
                 }
             }
-            Err(e) => retrying.failed("replay", &crate::watch_error(&e)),
+            Err(e) => retrying.failed("replay", &tephra_kube::watch_error(&e)),
         }
     }
 }
@@ -388,7 +388,7 @@ async fn namespace(client: &kube::Client, ns: &str) -> Result<()> {
     match api.create(&PostParams::default(), &obj).await {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => return Err(anyhow!("namespace {ns}: {}", crate::api_error(&e))),
+        Err(e) => return Err(anyhow!("namespace {ns}: {}", tephra_kube::api_error(&e))),
     }
     let sa: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
     for _ in 0..300 {
@@ -416,21 +416,21 @@ async fn create_group(client: kube::Client, j: TraceJob, speed: f64) -> Result<(
         .collect();
     let min: serde_json::Map<String, serde_json::Value> = per
         .iter()
-        .map(|(k, v)| (k.clone(), json!(crate::status::quantity(k, v * f64::from(j.min_available)))))
+        .map(|(k, v)| (k.clone(), json!(tephra_kube::kinds::quantity(k, v * f64::from(j.min_available)))))
         .collect();
     let mut annotations = serde_json::Map::new();
     if let Some(limit) = &j.time_limit {
-        let secs = tephra_model::config::duration_ms(limit).map(|ms| ms as f64 / 1000.0).unwrap_or(0.0);
+        let secs = tephra_model::duration::duration_ms(limit).map(|ms| ms as f64 / 1000.0).unwrap_or(0.0);
         annotations.insert(tephra_model::timelimit::TIME_LIMIT.into(), json!(wall(secs, speed)));
     }
     let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": crate::source::VOLCANO_API, "kind": "PodGroup",
+        "apiVersion": tephra_kube::kinds::VOLCANO_API, "kind": "PodGroup",
         "metadata": {"name": j.job, "namespace": j.namespace, "labels": {TRACE_JOB: j.job}, "annotations": annotations},
         "spec": {"minMember": j.min_available, "queue": j.queue, "minResources": min},
     }))?;
     api.create(&PostParams::default(), &obj)
         .await
-        .map_err(|e| anyhow!("PodGroup {}/{}: {}", j.namespace, j.job, crate::api_error(&e)))
+        .map_err(|e| anyhow!("PodGroup {}/{}: {}", j.namespace, j.job, tephra_kube::api_error(&e)))
         .map(|_| ())
 }
 
@@ -442,7 +442,7 @@ async fn create_pod(client: kube::Client, j: TraceJob, i: u32, attempt: u32, spe
             "name": name, "namespace": j.namespace, "labels": {TRACE_JOB: j.job, TASK: i.to_string()},
             "annotations": {
                 "scheduling.k8s.io/group-name": j.job,
-                tephra_model::manifest::DURATION: wall(j.duration, speed),
+                tephra_readers::manifest::DURATION: wall(j.duration, speed),
             },
         },
         "spec": {
@@ -457,7 +457,9 @@ async fn create_pod(client: kube::Client, j: TraceJob, i: u32, attempt: u32, spe
             Err(kube::Error::Api(e)) if e.code == 409 && attempt < 99 => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(e) => return Err(anyhow!("pod {}/{name}: {}", j.namespace, crate::api_error(&e))).context("replay"),
+            Err(e) => {
+                return Err(anyhow!("pod {}/{name}: {}", j.namespace, tephra_kube::api_error(&e))).context("replay")
+            }
         }
     }
     Ok(())

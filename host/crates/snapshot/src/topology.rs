@@ -1,12 +1,13 @@
 //! The snapshot's topology columns: the HyperNode tree, each job's
 //! network-topology limit, and its subgroups (partitions).
 
-use super::{Extra, Interner, NONE};
-use crate::cluster::Cluster;
-use crate::topology::Tree;
+use crate::extra::Extra;
+use crate::names::{Interner, NONE};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tephra_contract::{RoleMin, Snapshot, Subgroup};
+use tephra_model::cluster::Cluster;
+use tephra_model::topology::Tree;
 
 /// Fills the topology columns of `snap` (jobs and tasks already built).
 pub(super) fn columns(strings: &mut Interner, cluster: &Cluster, snap: &mut Snapshot, extra: &mut Extra) {

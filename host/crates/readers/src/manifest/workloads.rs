@@ -2,16 +2,19 @@
 //! `batch/v1` Job and CronJob, read with their pod template; the simulator's
 //! controllers make their pods (and a CronJob's Jobs).
 
-use super::{count, estimate, get, map, pod_spec, preemptable, string, At, Object};
-use crate::cluster::{JobSpec, Pod, Workload, WorkloadKind};
+use super::fields::{count, get, map, string, Doc, Meta};
+use super::object::Object;
+use super::pod::{estimate, pod_spec, preemptable};
 use anyhow::Result;
-use serde_yaml::Value;
+use tephra_model::cluster::{JobSpec, Pod, Workload, WorkloadKind};
 
 /// The most pods one workload may ask for in the simulator.
 const PODS_MAX: u32 = 1_000_000;
 
-pub(super) fn read(at: &At, v: &Value, kind: &str, name: String, namespace: String, created: i64) -> Result<Object> {
-    let kind = match kind {
+pub(super) fn read(d: Doc) -> Result<Object> {
+    let (at, v) = (d.at, d.v);
+    let Meta { name, namespace, created, .. } = d.meta;
+    let kind = match d.kind {
         "Deployment" => WorkloadKind::Deployment,
         "ReplicaSet" => WorkloadKind::ReplicaSet,
         "StatefulSet" => WorkloadKind::StatefulSet,

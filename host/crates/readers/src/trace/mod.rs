@@ -17,16 +17,16 @@
 //! | `namespace` | namespace | `default` |
 //! | `priority` | pod priority | 0 |
 //! | `cpu`, `memory`, `gpu` | per-task requests (quantities; gpu is `nvidia.com/gpu`) | none |
-//! | `time_limit` | the job's time limit (`2h`; crate::timelimit) | none |
+//! | `time_limit` | the job's time limit (`2h`; tephra_model::timelimit) | none |
 
 pub mod alibaba;
 pub mod generate;
 
-use crate::cluster::{PodGroup, PodPhase};
 use crate::manifest::{Object, Timed, DURATION};
-use crate::resource::{parse_resource, ResourceList};
 use anyhow::{anyhow, bail, Result};
 use std::collections::{BTreeMap, HashSet};
+use tephra_model::cluster::{PodGroup, PodPhase};
+use tephra_model::resource::{parse_resource, ResourceList};
 
 /// PodGroup and pod annotation marking what a trace made: once such a job
 /// completes, the simulator forgets it (a week of jobs stays small).
@@ -158,7 +158,7 @@ pub fn read(text: &str, origin: &str) -> Result<Vec<TraceJob>> {
             memory: quantity("memory", "memory")?,
             gpu: quantity("gpu", GPU)?,
             time_limit: match get("time_limit") {
-                Some(v) if crate::config::duration_ms(v).is_some_and(|ms| ms > 0) => Some(v.to_string()),
+                Some(v) if tephra_model::duration::duration_ms(v).is_some_and(|ms| ms > 0) => Some(v.to_string()),
                 Some(v) => return Err(at("time_limit", format!("{v:?} is not a positive duration (like 90s, 2h)"))),
                 None => None,
             },
@@ -221,14 +221,14 @@ pub fn objects(jobs: &[TraceJob]) -> Result<Vec<Timed>> {
         let created = (j.submit * 1000.0) as i64;
         let mut mark: BTreeMap<String, String> = [(TRACE_JOB.to_string(), j.job.clone())].into();
         if let Some(limit) = &j.time_limit {
-            mark.insert(crate::timelimit::TIME_LIMIT.into(), limit.clone());
+            mark.insert(tephra_model::timelimit::TIME_LIMIT.into(), limit.clone());
         }
         let templates = (0..j.tasks)
             .map(|i| {
                 let mut annotations = mark.clone();
                 annotations.insert(DURATION.into(), trim_float(j.duration));
                 annotations.insert("scheduling.k8s.io/group-name".into(), j.job.clone());
-                crate::cluster::Pod {
+                tephra_model::cluster::Pod {
                     namespace: j.namespace.clone(),
                     name: format!("{}-{i}", j.job),
                     group: Some(j.job.clone()),

@@ -3,49 +3,21 @@
 //! facts beside it ([`Names`], [`Extra`]), and the full build from a
 //! [`Cluster`]. [`crate::cache`] brings a kept build up to date instead.
 
-use crate::cache::{Basis, Marks};
-use crate::cluster::{Cluster, PodPhase};
-use crate::resource::{self, BASE_DIMS, PODS};
+use crate::basis::{Basis, Marks, Storage};
+use crate::extra::Extra;
+use crate::names::{class_hasher, Interner, NameMap, Names, CLASSLESS, NONE};
+use crate::rules::{self, classless, rising, volatile, LabelKeys};
+use crate::topology;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use tephra_contract::{Image, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
-
-mod rules;
-mod topology;
-pub use rules::{classless, rising, selects, volatile, LabelKeys};
-
-/// A map keyed by names, hashed fast: the snapshot build looks names up
-/// hundreds of thousands of times per cycle.
-pub type NameMap<K> = HashMap<K, u32, foldhash::fast::RandomState>;
-
-/// A fixed-seed, well-mixed 64-bit hasher for class identities (equal
-/// hashes mean equal classes, so the mix must be good, not only fast).
-fn class_hasher() -> impl std::hash::Hasher {
-    use std::hash::BuildHasher;
-    foldhash::quality::FixedState::with_seed(0x7e9a).build_hasher()
-}
-
-/// The id meaning "none".
-pub const NONE: u32 = u32::MAX;
-
-/// The class of a pending task that gets no class (see [`classless`]).
-pub const CLASSLESS: u64 = u64::MAX;
+use tephra_model::cluster::{Cluster, PodPhase};
+use tephra_model::resource::{self, BASE_DIMS, PODS};
 
 /// Set once a cluster had a pod requesting a resource that no node, queue or
 /// group names: later builds then scan pods for dimensions up front.
 static PODS_NAME_DIMENSIONS: AtomicBool = AtomicBool::new(false);
-
-/// Display names of the session's objects (kept out of the snapshot).
-#[derive(Clone, Debug, Default)]
-pub struct Names {
-    pub nodes: Vec<String>,
-    pub queues: Vec<String>,
-    /// `namespace/podgroup`.
-    pub jobs: Vec<String>,
-    /// `namespace/pod`.
-    pub tasks: Vec<String>,
-}
 
 /// Where a task's request counts on its node: (used, releasing, pipelined).
 pub fn node_share(status: TaskStatus) -> (bool, bool, bool) {
@@ -74,49 +46,6 @@ pub fn phase_name(p: JobPhase) -> &'static str {
     }
 }
 
-/// Per-session host-side facts about tasks and jobs not in the snapshot.
-#[derive(Clone, Debug, Default)]
-pub struct Extra {
-    pub task_pod: Vec<usize>,
-    pub task_best_effort: Vec<bool>,
-    pub task_preempt_never: Vec<bool>,
-    pub task_nominated: Vec<u32>,
-    /// Per task, the placement rules of its pod tephra does not evaluate
-    /// yet: every node rejects it with this reason.
-    pub task_unevaluated: Vec<Option<Arc<str>>>,
-    /// Per pending task, a hash of everything a plugin may read about it and
-    /// its job except ids, names and times (request, role, priority,
-    /// selectors, tolerations, affinity; the job's queue, minimums, priority, phase
-    /// and annotations): tasks with equal classes get the same predicate and
-    /// score answers on a node, so allocate asks once per class (see
-    /// `actions::classes`). 0 for tasks that are not pending.
-    pub task_class: Vec<u64>,
-    /// Per task, whether nodes turned down with a resolvable reason may fit
-    /// later in the session ([`rising`]).
-    pub task_rising: Vec<bool>,
-    /// Per task, whether its answers move with its peers' placements ([`volatile`]).
-    pub task_volatile: Vec<bool>,
-    pub job_pg: Vec<usize>,
-    pub job_tasks: Vec<Vec<u32>>,
-    /// Per job, its time limit in ms (0: none; see [`crate::timelimit`]).
-    pub job_limit_ms: Vec<i64>,
-    /// Per job, whether its limit is enforced (its queue does not let it
-    /// overrun freely): only then may it run ahead of a reservation.
-    pub job_limit_enforced: Vec<bool>,
-    /// Per job, what its queue does when it overruns.
-    pub job_overrun: Vec<crate::timelimit::Overrun>,
-    pub job_roles: Vec<BTreeMap<u32, u32>>,
-    pub queue_created: Vec<i64>,
-    /// The HyperNode tree the snapshot's topology columns come from.
-    pub topology: Arc<crate::topology::Tree>,
-    /// Why the HyperNodes form no usable tree (jobs with a topology wait).
-    pub topology_error: Option<String>,
-    /// Per subgroup, its tasks.
-    pub subgroup_tasks: Vec<Vec<u32>>,
-    /// Per job, its subgroups.
-    pub job_subgroups: Vec<Vec<u32>>,
-}
-
 /// A snapshot built without its plugins: what [`build`] makes from a
 /// cluster and [`crate::cache::SnapshotCache`] makes from the last session.
 pub struct Built {
@@ -143,7 +72,7 @@ pub struct Moved {
 
 /// A hash of what plugins may read about a job except its id, name and
 /// times: queue, gang minimums, priority, phase, annotations.
-pub fn job_signature(g: &crate::cluster::PodGroup, queue: u32) -> u64 {
+pub fn job_signature(g: &tephra_model::cluster::PodGroup, queue: u32) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = class_hasher();
     (queue, g.min_member, &g.min_task_member, &g.priority_class, g.priority, &g.annotations).hash(&mut h);
@@ -158,7 +87,7 @@ pub fn job_signature(g: &crate::cluster::PodGroup, queue: u32) -> u64 {
 /// The class hash of a pending pod of a job with signature `job` (see
 /// [`Extra::task_class`]); `keys`: the label keys selectors read
 /// ([`LabelKeys`]).
-pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &LabelKeys) -> u64 {
+pub fn class_of(p: &tephra_model::cluster::Pod, req: &[f64], job: u64, keys: &LabelKeys) -> u64 {
     use std::hash::{Hash, Hasher};
     if classless(p) || keys.scored(p) {
         return CLASSLESS;
@@ -181,23 +110,6 @@ pub fn class_of(p: &crate::cluster::Pod, req: &[f64], job: u64, keys: &LabelKeys
     h.finish().min(CLASSLESS - 1)
 }
 
-struct Interner {
-    strings: Vec<String>,
-    index: NameMap<String>,
-}
-
-impl Interner {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_string());
-        self.index.insert(s.to_string(), i);
-        i
-    }
-}
-
 pub fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
     match phase {
         _ if deleting && matches!(phase, PodPhase::Running | PodPhase::Pending) => TaskStatus::Releasing,
@@ -211,13 +123,13 @@ pub fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
 }
 
 /// A PodGroup phase as the snapshot has it.
-pub fn job_phase(p: crate::cluster::Phase) -> JobPhase {
+pub fn job_phase(p: tephra_model::cluster::Phase) -> JobPhase {
     match p {
-        crate::cluster::Phase::Pending => JobPhase::Pending,
-        crate::cluster::Phase::Inqueue => JobPhase::Inqueue,
-        crate::cluster::Phase::Running => JobPhase::Running,
-        crate::cluster::Phase::Unknown => JobPhase::Unknown,
-        crate::cluster::Phase::Completed => JobPhase::Completed,
+        tephra_model::cluster::Phase::Pending => JobPhase::Pending,
+        tephra_model::cluster::Phase::Inqueue => JobPhase::Inqueue,
+        tephra_model::cluster::Phase::Running => JobPhase::Running,
+        tephra_model::cluster::Phase::Unknown => JobPhase::Unknown,
+        tephra_model::cluster::Phase::Completed => JobPhase::Completed,
     }
 }
 
@@ -260,9 +172,9 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     let d = dims.len();
     // A handful of dimensions: a scan beats hashing.
     let dim_of = |k: &str| dims.iter().position(|d| d == k);
-    let dense_into = |l: &crate::resource::ResourceList, row: &mut Vec<f64>| dense_row(&dims, l, row);
+    let dense_into = |l: &tephra_model::resource::ResourceList, row: &mut Vec<f64>| dense_row(&dims, l, row);
     // Queues' and groups' dimensions are always scanned.
-    let sparse = |owner: u32, l: &crate::resource::ResourceList, out: &mut Vec<Quantity>| {
+    let sparse = |owner: u32, l: &tephra_model::resource::ResourceList, out: &mut Vec<Quantity>| {
         for (k, v) in l {
             if let Some(dim) = dim_of(k) {
                 out.push(Quantity { owner, dim: dim as u32, value: *v });
@@ -326,10 +238,10 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         snap.queue_priority.push(q.priority);
         snap.queue_reclaimable.push(q.reclaimable);
         snap.queue_state.push(match q.state {
-            crate::cluster::QueueState::Open => QueueState::Open,
-            crate::cluster::QueueState::Closed => QueueState::Closed,
-            crate::cluster::QueueState::Closing => QueueState::Closing,
-            crate::cluster::QueueState::Unknown => QueueState::Unknown,
+            tephra_model::cluster::QueueState::Open => QueueState::Open,
+            tephra_model::cluster::QueueState::Closed => QueueState::Closed,
+            tephra_model::cluster::QueueState::Closing => QueueState::Closing,
+            tephra_model::cluster::QueueState::Unknown => QueueState::Unknown,
         });
         sparse(i, &q.capability, &mut snap.queue_capability);
         sparse(i, &q.deserved, &mut snap.queue_deserved);
@@ -359,8 +271,8 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         names.jobs.push(g.key());
         extra.job_pg.push(gi);
         let queue = cluster.queues.get(q as usize);
-        let limit = crate::timelimit::job_limit_ms(g, queue);
-        let overrun = crate::timelimit::overrun(queue);
+        let limit = tephra_model::timelimit::job_limit_ms(g, queue);
+        let overrun = tephra_model::timelimit::overrun(queue);
         extra.job_limit_ms.push(limit.unwrap_or(0));
         extra.job_limit_enforced.push(limit.is_some() && overrun.enforced());
         extra.job_overrun.push(overrun);
@@ -458,7 +370,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         // A task is expected to run no longer than its limits: this is how
         // plugins see time limits.
         let limit = Some(extra.job_limit_ms[j as usize]).filter(|&l| l > 0);
-        snap.task_estimated_ms.push(crate::timelimit::expected_run_ms(p, limit).unwrap_or(0));
+        snap.task_estimated_ms.push(tephra_model::timelimit::expected_run_ms(p, limit).unwrap_or(0));
         for (k, v) in &p.node_selector {
             snap.task_node_selector.push(Label { owner: t, key: strings.id(k), value: strings.id(v) });
         }
@@ -481,7 +393,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     basis.marks = Marks::of(cluster);
     basis.classes = cluster.priority_classes.clone();
     basis.namespaces = cluster.namespaces.clone();
-    basis.storage = crate::cache::Storage::of(cluster);
+    basis.storage = Storage::of(cluster);
     basis.hypernodes = cluster.hypernodes.clone();
     basis.topology_error = cluster.topology_error.clone();
     basis.selector_keys = keys;
@@ -504,7 +416,7 @@ pub fn move_on_nodes(snap: &mut Snapshot, d: usize, req: &[f64], from: (u32, Tas
 
 /// `l` as a dense row over `dims`; false when it names a dimension not there
 /// (a handful of dimensions: a scan beats hashing).
-pub fn dense_row(dims: &[String], l: &crate::resource::ResourceList, row: &mut Vec<f64>) -> bool {
+pub fn dense_row(dims: &[String], l: &tephra_model::resource::ResourceList, row: &mut Vec<f64>) -> bool {
     row.clear();
     row.resize(dims.len(), 0.0);
     l.iter().all(|(k, v)| dims.iter().position(|d| d == k).map(|i| row[i] = *v).is_some())
@@ -621,7 +533,7 @@ mod tests {
     /// node names needs no second scan. Either way rows line up with `dims`.
     #[test]
     fn dimensions_only_pods_request_are_found() {
-        let mut c = crate::synthetic::small(2, 2000.0, 2, 500.0, 1);
+        let mut c = tephra_readers::synthetic::small(2, 2000.0, 2, 500.0, 1);
         c.nodes[0].allocatable.insert("nvidia.com/gpu".into(), 4000.0);
         c.pods[0].requests.insert("nvidia.com/gpu".into(), 1000.0);
         c.pods[1].requests.insert("example.com/widget".into(), 3.0);

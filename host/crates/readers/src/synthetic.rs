@@ -2,8 +2,8 @@
 //! groups, weighted queues, gang jobs of mixed sizes and existing load, all
 //! from a seed, so a workload is the same on every run.
 
-use crate::cluster::*;
 use std::collections::BTreeMap;
+use tephra_model::cluster::*;
 
 /// What to generate.
 #[derive(Clone, Debug)]
@@ -141,7 +141,7 @@ pub fn generate(spec: &Spec) -> Cluster {
 /// `percent` % of the pending pods are in them, limited to one rack (jobs
 /// of 4 or more pods) or one spine (smaller ones), hard.
 pub fn add_topology(c: &mut Cluster, percent: u32) {
-    use crate::topology::{HyperNode, Member, NetworkTopology, NodeSelector};
+    use tephra_model::topology::{HyperNode, Member, NetworkTopology, NodeSelector};
     let hn =
         |name: String, tier: u32, members: Vec<Member>| HyperNode { name, tier, tier_name: String::new(), members };
     let racks = c.nodes.len().div_ceil(20);

@@ -1,0 +1,82 @@
+//! What a session needs beyond its snapshot to become the next one: where
+//! its cluster stood, and what its build decided per object.
+
+use crate::rules::LabelKeys;
+use std::collections::BTreeMap;
+use tephra_contract::TaskStatus;
+use tephra_model::cluster::{Claim, Cluster, PriorityClass, Volume};
+use tephra_model::tracked::Mark;
+
+/// Where a session's cluster stood: nodes, queues, PodGroups, pods.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Marks(pub(crate) [Option<Mark>; 4]);
+
+impl Marks {
+    /// Where `c`'s object lists stand now.
+    pub fn of(c: &Cluster) -> Marks {
+        Marks([Some(c.nodes.mark()), Some(c.queues.mark()), Some(c.podgroups.mark()), Some(c.pods.mark())])
+    }
+}
+
+/// What a session needs beyond its snapshot to become the next one.
+#[derive(Clone, Debug, Default)]
+pub struct Basis {
+    pub(crate) marks: Marks,
+    pub(crate) classes: BTreeMap<String, PriorityClass>,
+    pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// What pods' volumes resolve to.
+    pub(crate) storage: Storage,
+    /// The HyperNodes the topology columns were built from.
+    pub(crate) hypernodes: BTreeMap<String, tephra_model::topology::HyperNode>,
+    pub(crate) topology_error: Option<String>,
+    /// The label keys selectors read (what classes cover of labels).
+    pub(crate) selector_keys: LabelKeys,
+    /// Whether status overrides applied (a scenario's session: never kept).
+    pub(crate) overrides: bool,
+    /// Per job, its signature (`job_signature`).
+    pub(crate) job_sig: Vec<u64>,
+    /// Per PodGroup, its job (`NONE`: its queue does not exist).
+    pub(crate) pg_job: Vec<u32>,
+    /// Per pod, its task (`NONE`: not a task).
+    pub(crate) pod_task: Vec<u32>,
+    /// Per pod that is not a task, the node and status its usage counts on.
+    pub(crate) pod_node: Vec<u32>,
+    pub(crate) pod_status: Vec<TaskStatus>,
+    /// Per pod, its resident (`NONE`: a task).
+    pub(crate) pod_resident: Vec<u32>,
+    /// Tasks the session moved.
+    pub touched: Vec<u32>,
+    /// The session's id (set when it is assembled).
+    pub session: u64,
+}
+
+/// A cluster's claims, volumes and attach limits, as a session saw them.
+#[derive(Clone, Debug, Default)]
+pub struct Storage {
+    claims: BTreeMap<String, Claim>,
+    volumes: BTreeMap<String, Volume>,
+    attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
+}
+
+impl Storage {
+    pub fn of(c: &Cluster) -> Storage {
+        Storage { claims: c.claims.clone(), volumes: c.volumes.clone(), attach_limits: c.attach_limits.clone() }
+    }
+
+    /// Whether `c` still has these.
+    pub(crate) fn is(&self, c: &Cluster) -> bool {
+        self.claims == c.claims && self.volumes == c.volumes && self.attach_limits == c.attach_limits
+    }
+}
+
+impl Basis {
+    /// Per job, its signature (what its tasks' classes depend on).
+    pub fn job_signatures(&self) -> &[u64] {
+        &self.job_sig
+    }
+
+    /// Per pod that is not a task, the node its usage counts on.
+    pub fn pod_nodes(&self) -> &[u32] {
+        &self.pod_node
+    }
+}
