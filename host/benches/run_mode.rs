@@ -13,6 +13,7 @@
 //!   TEPHRA_BENCH_SIZE=small cargo bench -p tephra --bench run_mode   # 1k / 10k
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
 use serde_json::{json, Value};
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 use tephra::actions;
 use tephra::config::SchedulerConfig;
 use tephra::k8s::kinds::quantity;
-use tephra::k8s::source::{Change, Store};
+use tephra::k8s::source::Store;
+use tephra::k8s::watch::Change;
 use tephra::manifest::{self, Object};
 use tephra::model::{Cluster, Phase, Pod as ModelPod, PodPhase};
 use tephra::policy::Policies;
@@ -71,11 +73,16 @@ fn api_pod(p: &ModelPod, rv: u64) -> Pod {
     .expect("a valid Pod")
 }
 
+/// The number of the watch named `name`.
+fn watch(name: &str) -> usize {
+    tephra::k8s::source::watch(name).expect("a watch of that name")
+}
+
 /// The events of a first list of `c`, as the watches deliver them (one at
 /// a time, as they are made).
 fn listed(c: &Cluster, deliver: &mut dyn FnMut(Change)) {
     let mut out = Out(deliver);
-    out.push(Change::Node(Box::new(Event::Init)));
+    out.push(Change::of::<Node>(watch("nodes"), Event::Init));
     for n in c.nodes.iter() {
         let node: Node = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Node",
@@ -83,10 +90,10 @@ fn listed(c: &Cluster, deliver: &mut dyn FnMut(Change)) {
             "status": {"allocatable": quantities(&n.allocatable), "capacity": quantities(&n.allocatable)},
         }))
         .expect("a valid Node");
-        out.push(Change::Node(Box::new(Event::InitApply(node))));
+        out.push(Change::of(watch("nodes"), Event::InitApply(node)));
     }
-    out.push(Change::Node(Box::new(Event::InitDone)));
-    out.push(Change::Queue(Box::new(Event::Init)));
+    out.push(Change::of::<Node>(watch("nodes"), Event::InitDone));
+    out.push(Change::of::<DynamicObject>(watch("queues"), Event::Init));
     for q in c.queues.iter() {
         let mut affinity = serde_json::Map::new();
         if let (Some(r), Some(p)) = (q.affinity.get("required"), q.affinity.get("preferred")) {
@@ -104,10 +111,10 @@ fn listed(c: &Cluster, deliver: &mut dyn FnMut(Change)) {
             "status": {"state": "Open"},
         }))
         .expect("a valid Queue");
-        out.push(Change::Queue(Box::new(Event::InitApply(o))));
+        out.push(Change::of(watch("queues"), Event::InitApply(o)));
     }
-    out.push(Change::Queue(Box::new(Event::InitDone)));
-    out.push(Change::PodGroup(Box::new(Event::Init)));
+    out.push(Change::of::<DynamicObject>(watch("queues"), Event::InitDone));
+    out.push(Change::of::<DynamicObject>(watch("podgroups"), Event::Init));
     for g in c.podgroups.iter() {
         let phase = match g.phase {
             Phase::Inqueue => "Inqueue",
@@ -123,19 +130,19 @@ fn listed(c: &Cluster, deliver: &mut dyn FnMut(Change)) {
             "status": {"phase": phase},
         }))
         .expect("a valid PodGroup");
-        out.push(Change::PodGroup(Box::new(Event::InitApply(o))));
+        out.push(Change::of(watch("podgroups"), Event::InitApply(o)));
     }
-    out.push(Change::PodGroup(Box::new(Event::InitDone)));
-    out.push(Change::Pod { ours: true, event: Box::new(Event::Init) });
+    out.push(Change::of::<DynamicObject>(watch("podgroups"), Event::InitDone));
+    out.push(Change::of::<Pod>(watch("pods"), Event::Init));
     for p in c.pods.iter() {
-        out.push(Change::Pod { ours: true, event: Box::new(Event::InitApply(api_pod(p, 1))) });
+        out.push(Change::of(watch("pods"), Event::InitApply(api_pod(p, 1))));
     }
-    out.push(Change::Pod { ours: true, event: Box::new(Event::InitDone) });
+    out.push(Change::of::<Pod>(watch("pods"), Event::InitDone));
     // Other schedulers' pods: none here.
-    out.push(Change::Pod { ours: false, event: Box::new(Event::Init) });
-    out.push(Change::Pod { ours: false, event: Box::new(Event::InitDone) });
-    out.push(Change::Class(Box::new(Event::Init)));
-    out.push(Change::Class(Box::new(Event::InitDone)));
+    out.push(Change::of::<Pod>(watch("bound pods of other schedulers"), Event::Init));
+    out.push(Change::of::<Pod>(watch("bound pods of other schedulers"), Event::InitDone));
+    out.push(Change::of::<PriorityClass>(watch("priorityclasses"), Event::Init));
+    out.push(Change::of::<PriorityClass>(watch("priorityclasses"), Event::InitDone));
 }
 
 struct Out<'a>(&'a mut dyn FnMut(Change));
@@ -192,7 +199,7 @@ impl Side {
                         p.created = (p.created - EPOCH_2026_MS) / 1000;
                         p.node = Some(node.clone());
                         p.phase = PodPhase::Running;
-                        Change::Pod { ours: true, event: Box::new(Event::Apply(api_pod(&p, self.rv))) }
+                        Change::of(watch("pods"), Event::Apply(api_pod(&p, self.rv)))
                     })
                     .collect();
                 let start = Instant::now();
@@ -263,7 +270,7 @@ fn rss_mib() -> f64 {
 /// from its YAML by the manifest reader.
 fn read_as_simulate(sim: &Cluster) -> Cluster {
     fn read<K: serde::Serialize>(o: &K, kind: Option<&str>) -> Object {
-        let mut v = serde_yaml::to_value(o).expect("serializable");
+        let mut v = yaml_serde::to_value(o).expect("serializable");
         if let (Some(kind), Some(m)) = (kind, v.as_mapping_mut()) {
             m.insert("kind".into(), kind.into());
         }
@@ -271,30 +278,16 @@ fn read_as_simulate(sim: &Cluster) -> Cluster {
     }
     let mut c = Cluster::default();
     listed(sim, &mut |change| {
-        let object = match change {
-            Change::Node(e) => match *e {
-                Event::InitApply(o) => read(&o, None),
-                _ => return,
-            },
-            Change::Pod { event, .. } => match *event {
-                Event::InitApply(o) => read(&o, None),
-                _ => return,
-            },
-            Change::PodGroup(e) => match *e {
-                Event::InitApply(o) => read(&o, Some("PodGroup")),
-                _ => return,
-            },
-            Change::Queue(e) => match *e {
-                Event::InitApply(o) => read(&o, Some("Queue")),
-                _ => return,
-            },
-            Change::Class(_)
-            | Change::Namespace(_)
-            | Change::Claim(_)
-            | Change::Volume(_)
-            | Change::CsiNode(_)
-            | Change::HyperNode(_)
-            | Change::Reservation(_) => return,
+        // Only what a first list delivers.
+        let (Some(_), Some(o)) = (&change.listed, &change.object) else { return };
+        let object = if let Some(o) = o.downcast_ref::<Node>() {
+            read(o, None)
+        } else if let Some(o) = o.downcast_ref::<Pod>() {
+            read(o, None)
+        } else if let Some(o) = o.downcast_ref::<DynamicObject>() {
+            read(o, Some(if change.watch == watch("podgroups") { "PodGroup" } else { "Queue" }))
+        } else {
+            return;
         };
         match object {
             Object::Node(n) => c.nodes.push(n),

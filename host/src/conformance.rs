@@ -11,8 +11,8 @@ use crate::session::{Outcome, Session, StatusOverrides};
 use crate::simulate::{Options, Simulation};
 use crate::wasm::contract::TaskStatus;
 use anyhow::{anyhow, bail, Result};
-use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use yaml_serde::Value;
 
 /// A scenario's verdict.
 #[derive(Clone, Debug, PartialEq)]
@@ -1000,7 +1000,7 @@ fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, s: &Valu
         }
         let Some(want) = step.get("expect") else { continue };
         let wrapped: Value =
-            serde_yaml::to_value(BTreeMap::from([("eventually", want.clone())])).unwrap_or(Value::Null);
+            yaml_serde::to_value(BTreeMap::from([("eventually", want.clone())])).unwrap_or(Value::Null);
         let mut attempt = Vec::new();
         for _ in 0..15 {
             attempt.clear();
@@ -1139,7 +1139,7 @@ fn eventually_checks(
 /// Runs every scenario of a file.
 pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<ScenarioResult>> {
     let text = tephra_readers::files::read_text(path)?;
-    let doc: Value = serde_yaml::from_str(&text).map_err(|e| anyhow!("{}: not valid YAML: {e}", path.display()))?;
+    let doc: Value = yaml_serde::from_str(&text).map_err(|e| anyhow!("{}: not valid YAML: {e}", path.display()))?;
     let scenarios = doc
         .get("scenarios")
         .and_then(Value::as_sequence)

@@ -719,8 +719,8 @@ fn config_text(files: &[PathBuf], path: Option<&std::path::Path>) -> Result<Opti
     }
     for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml")) {
         let text = tephra::files::read_text(f)?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let Ok(v) = <serde_yaml::Value as serde::Deserialize>::deserialize(doc) else { continue };
+        for doc in yaml_serde::Deserializer::from_str(&text) {
+            let Ok(v) = <yaml_serde::Value as serde::Deserialize>::deserialize(doc) else { continue };
             if v["kind"].as_str() == Some("ConfigMap") {
                 if let Some(conf) = v["data"]["volcano-scheduler.conf"].as_str() {
                     return Ok(Some(conf.to_string()));

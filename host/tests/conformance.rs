@@ -164,7 +164,7 @@ pods: [{{name: p, namespace: ns, group: g, requests: {{cpu: '1'}}, phase: Pendin
 expect: {expect}
 "#
         );
-        run_scenario(&serde_yaml::from_str(&text).unwrap(), &lib, "inline").verdict
+        run_scenario(&yaml_serde::from_str(&text).unwrap(), &lib, "inline").verdict
     };
     assert_eq!(scenario("{binds: {ns/p: n1}}", "predicates"), Verdict::Pass);
     match scenario("{binds: {ns/p: n2}}", "predicates") {

@@ -1441,8 +1441,8 @@ fn helm_chart_renders_the_manifests_applies_and_schedules() {
     assert!(dry.contains("deployment.apps/tephra-scheduler created (server dry run)"), "{dry}");
     c.apply(&yaml);
     // What the chart configured, taken from the objects it rendered.
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&yaml)
-        .filter_map(|d| serde_yaml::from_value::<Value>(serde_yaml::Value::deserialize(d).ok()?).ok())
+    let docs: Vec<Value> = yaml_serde::Deserializer::from_str(&yaml)
+        .filter_map(|d| yaml_serde::from_value::<Value>(yaml_serde::Value::deserialize(d).ok()?).ok())
         .filter(|v| !v.is_null())
         .collect();
     let config = docs

@@ -20,6 +20,7 @@ pub mod sink;
 pub mod snapshot;
 pub mod source;
 pub mod status;
+pub mod watch;
 
 use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};

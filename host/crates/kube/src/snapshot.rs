@@ -163,7 +163,7 @@ pub async fn take(opts: &Options) -> Result<String> {
     );
     for d in docs {
         out += "---\n";
-        out += &serde_yaml::to_string(&d)?;
+        out += &yaml_serde::to_string(&d)?;
     }
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //! its events.
 //!
 //! One kube-rs watcher per kind sends its events into one channel
-//! ([`Watches`]); between cycles the driver drains it into the [`Store`],
+//! ([`Watches`]); the kinds are one table (`WATCHED`), each entry saying how
+//! its kind is watched, read and applied, and what a relist removes; between cycles the driver drains it into the [`Store`],
 //! which changes the cluster in place: a pod that was bound, started,
 //! finished or is being deleted changes through `status_mut`, so the next
 //! session starts from the last one as in the simulator; anything else
@@ -19,19 +20,17 @@ use crate::kinds::{
     hypernode_resource, podgroup_resource, queue_resource, reservation_resource, Target, GROUP_ANNOTATION,
     TARGET_ANNOTATION, VOLCANO_API,
 };
-use futures::StreamExt;
+use crate::watch::{forward, ids, key_of, Change, Denied, Feed, Spec, Step};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::CSINode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Debug;
 use std::time::{Duration, Instant};
 use tephra_model::cluster::{Cluster, Pod as ModelPod, PodGroup};
 use tephra_model::tracked::Tracked;
@@ -41,118 +40,260 @@ use tokio::sync::mpsc;
 /// How long an unconfirmed bind or eviction is assumed before the watch is trusted again.
 const ASSUME_FOR: Duration = Duration::from_secs(30);
 
-/// One watch event, by the watch it came from (boxed: they travel through
-/// a channel and differ much in size).
-pub enum Change {
-    Node(Box<Event<Node>>),
-    /// `ours`: a pod whose `spec.schedulerName` is ours; else another
-    /// scheduler's bound pod (it only takes room on its node).
-    Pod {
-        ours: bool,
-        event: Box<Event<Pod>>,
-    },
-    PodGroup(Box<Event<DynamicObject>>),
-    Queue(Box<Event<DynamicObject>>),
-    Class(Box<Event<PriorityClass>>),
-    /// Namespaces' labels, for pod affinity's `namespaceSelector`.
-    Namespace(Box<Event<Namespace>>),
-    /// Claims and volumes: where pods' volumes let them run.
-    Claim(Box<Event<PersistentVolumeClaim>>),
-    Volume(Box<Event<PersistentVolume>>),
-    /// Nodes' CSI attach limits.
-    CsiNode(Box<Event<CSINode>>),
-    /// The network topology (absent CRD: an empty list).
-    HyperNode(Box<Event<DynamicObject>>),
-    /// Advance reservations (absent CRD: an empty list).
-    Reservation(Box<Event<DynamicObject>>),
+/// One kind `tephra run` watches, described once: how it is watched, what
+/// it is read as, how its objects apply to the cluster, and which objects a
+/// relist that no longer lists them removes. A new kind is one entry here
+/// and its reader in `tephra_readers::manifest`.
+struct Watched {
+    /// The watch's name (logs, RBAC refusals).
+    name: &'static str,
+    /// The kind its objects are read as.
+    kind: &'static str,
+    /// For kinds watched as dynamic objects (their list items may lack
+    /// them): the apiVersion to read them under.
+    api: Option<&'static str>,
+    /// A cluster may lack the kind (a CRD not installed).
+    optional: bool,
+    /// Starts the watch (the client, and the scheduler name tephra serves).
+    start: fn(&Client, &str, Feed, Spec) -> tokio::task::JoinHandle<()>,
+    /// Applies one of its objects (of the type `start` watches).
+    applied: fn(&mut Store, &mut Cluster, usize, &(dyn Any + Send)),
+    /// Removes one of its objects, by key.
+    deleted: fn(&mut Store, &mut Cluster, usize, &str),
+    /// The keys of the objects it holds.
+    held: fn(&Store, usize) -> Vec<String>,
 }
 
-/// The watches, in the order [`Change::stream`] numbers them.
-const STREAMS: [&str; 12] = [
-    "nodes",
-    "pods",
-    "bound pods of other schedulers",
-    "podgroups",
-    "queues",
-    "priorityclasses",
-    "namespaces",
-    "persistentvolumeclaims",
-    "persistentvolumes",
-    "csinodes",
-    "hypernodes",
-    "reservations",
+/// How many kinds are watched.
+const KINDS: usize = 12;
+
+/// Every watch. Pods are watched twice with field selectors, as Volcano's
+/// informer filters them: ours (any state), and others' bound ones, which
+/// only take room on their nodes.
+const WATCHED: [Watched; KINDS] = [
+    Watched {
+        name: "nodes",
+        kind: "Node",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| forward::<Node>(Api::all(client.clone()), Default::default(), feed, spec),
+        applied: |s, c, w, o| {
+            if let Some(o) = o.downcast_ref() {
+                s.node_applied(c, w, o)
+            }
+        },
+        deleted: |s, c, _, key| s.node_deleted(c, key),
+        held: |s, _| s.nodes.keys().cloned().collect(),
+    },
+    Watched {
+        name: "pods",
+        kind: "Pod",
+        api: None,
+        optional: false,
+        start: |client, scheduler, feed, spec| {
+            let ours = watcher::Config::default().fields(&format!("spec.schedulerName={scheduler}"));
+            forward::<Pod>(Api::all(client.clone()), ours, feed, spec)
+        },
+        applied: |s, c, w, o| {
+            if let Some(o) = o.downcast_ref() {
+                s.pod_applied(c, w, o, true)
+            }
+        },
+        deleted: |s, c, _, key| s.pod_deleted(c, key),
+        held: |s, _| s.pods.iter().filter(|(_, m)| m.ours).map(|(k, _)| k.clone()).collect(),
+    },
+    Watched {
+        name: "bound pods of other schedulers",
+        kind: "Pod",
+        api: None,
+        optional: false,
+        start: |client, scheduler, feed, spec| {
+            let others = watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler},spec.nodeName!="));
+            forward::<Pod>(Api::all(client.clone()), others, feed, spec)
+        },
+        applied: |s, c, w, o| {
+            if let Some(o) = o.downcast_ref() {
+                s.pod_applied(c, w, o, false)
+            }
+        },
+        deleted: |s, c, _, key| s.pod_deleted(c, key),
+        held: |s, _| s.pods.iter().filter(|(_, m)| !m.ours).map(|(k, _)| k.clone()).collect(),
+    },
+    Watched {
+        name: "podgroups",
+        kind: "PodGroup",
+        api: Some(VOLCANO_API),
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<DynamicObject>(
+                Api::all_with(client.clone(), &podgroup_resource()),
+                Default::default(),
+                feed,
+                spec,
+            )
+        },
+        applied: |s, c, w, o| {
+            if let Some(o) = o.downcast_ref() {
+                s.podgroup_applied(c, w, o)
+            }
+        },
+        deleted: |s, c, _, key| s.podgroup_deleted(c, key),
+        held: |s, _| s.podgroups.keys().cloned().collect(),
+    },
+    Watched {
+        name: "queues",
+        kind: "Queue",
+        api: Some(VOLCANO_API),
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<DynamicObject>(Api::all_with(client.clone(), &queue_resource()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            if let Some(o) = o.downcast_ref() {
+                s.queue_applied(c, w, o)
+            }
+        },
+        deleted: |s, c, _, key| s.queue_deleted(c, key),
+        held: |s, _| s.queues.keys().cloned().collect(),
+    },
+    // The rest are each one value under a name in the cluster: read once
+    // per version, kept when readable.
+    Watched {
+        name: "priorityclasses",
+        kind: "PriorityClass",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<PriorityClass>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::PriorityClass(name, pc) => Some((name, pc)),
+                _ => None,
+            };
+            s.keyed::<PriorityClass, _>(w, o, &mut c.priority_classes, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.priority_classes, key),
+        held: Store::held,
+    },
+    Watched {
+        // Namespaces' labels, for pod affinity's `namespaceSelector`.
+        name: "namespaces",
+        kind: "Namespace",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| forward::<Namespace>(Api::all(client.clone()), Default::default(), feed, spec),
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::Namespace(name, labels) => Some((name, labels)),
+                _ => None,
+            };
+            s.keyed::<Namespace, _>(w, o, &mut c.namespaces, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.namespaces, key),
+        held: Store::held,
+    },
+    Watched {
+        // Claims and volumes: where pods' volumes let them run.
+        name: "persistentvolumeclaims",
+        kind: "PersistentVolumeClaim",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<PersistentVolumeClaim>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::Claim(key, claim) => Some((key, claim)),
+                _ => None,
+            };
+            s.keyed::<PersistentVolumeClaim, _>(w, o, &mut c.claims, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.claims, key),
+        held: Store::held,
+    },
+    Watched {
+        name: "persistentvolumes",
+        kind: "PersistentVolume",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<PersistentVolume>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::Volume(name, volume) => Some((name, volume)),
+                _ => None,
+            };
+            s.keyed::<PersistentVolume, _>(w, o, &mut c.volumes, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.volumes, key),
+        held: Store::held,
+    },
+    Watched {
+        // Nodes' CSI attach limits.
+        name: "csinodes",
+        kind: "CSINode",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| forward::<CSINode>(Api::all(client.clone()), Default::default(), feed, spec),
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::AttachLimits(name, limits) => Some((name, limits)),
+                _ => None,
+            };
+            s.keyed::<CSINode, _>(w, o, &mut c.attach_limits, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.attach_limits, key),
+        held: Store::held,
+    },
+    Watched {
+        // The network topology (absent CRD: an empty list).
+        name: "hypernodes",
+        kind: "HyperNode",
+        api: Some("topology.volcano.sh/v1alpha1"),
+        optional: true,
+        start: |client, _, feed, spec| {
+            forward::<DynamicObject>(
+                Api::all_with(client.clone(), &hypernode_resource()),
+                Default::default(),
+                feed,
+                spec,
+            )
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::HyperNode(h) => Some((h.name.clone(), h)),
+                _ => None,
+            };
+            s.keyed::<DynamicObject, _>(w, o, &mut c.hypernodes, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.hypernodes, key),
+        held: Store::held,
+    },
+    Watched {
+        // Advance reservations (absent CRD: an empty list).
+        name: "reservations",
+        kind: "Reservation",
+        api: Some(tephra_model::window::API_VERSION),
+        optional: true,
+        start: |client, _, feed, spec| {
+            let api = Api::all_with(client.clone(), &reservation_resource());
+            forward::<DynamicObject>(api, Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            if let Some(o) = o.downcast_ref() {
+                s.reservation_applied(c, w, o)
+            }
+        },
+        deleted: |s, c, w, key| s.reservation_deleted(c, w, key),
+        held: Store::held,
+    },
 ];
 
-/// Watches of kinds a cluster may lack (a CRD not installed): their list
-/// failing with 404 (or 403) counts as empty, so the other watches' sync
-/// does not wait for them.
-const OPTIONAL: [&str; 2] = ["hypernodes", "reservations"];
-
-/// Where an event stands in a watch's (re)list.
-#[derive(PartialEq)]
-enum Step {
-    /// A relist begins.
-    Init,
-    /// An object (listed or changed).
-    Object,
-    /// The relist is complete.
-    InitDone,
-}
-
-fn step<K>(e: &Event<K>) -> Step {
-    match e {
-        Event::Init => Step::Init,
-        Event::InitDone => Step::InitDone,
-        _ => Step::Object,
-    }
-}
-
-/// The uid of an object a delete event names.
-fn deleted_uid<K: Resource>(e: &Event<K>) -> Option<String> {
-    match e {
-        Event::Delete(o) => Some(ids(o).0),
-        _ => None,
-    }
-}
-
-/// The key of an object a relist delivers.
-fn listed_key<K: Resource>(e: &Event<K>) -> Option<String> {
-    match e {
-        Event::InitApply(o) => Some(key_of(o)),
-        _ => None,
-    }
-}
-
-impl Change {
-    fn stream(&self) -> usize {
-        match self {
-            Change::Node(_) => 0,
-            Change::Pod { ours: true, .. } => 1,
-            Change::Pod { ours: false, .. } => 2,
-            Change::PodGroup(_) => 3,
-            Change::Queue(_) => 4,
-            Change::Class(_) => 5,
-            Change::Namespace(_) => 6,
-            Change::Claim(_) => 7,
-            Change::Volume(_) => 8,
-            Change::CsiNode(_) => 9,
-            Change::HyperNode(_) => 10,
-            Change::Reservation(_) => 11,
-        }
-    }
-
-    fn step(&self) -> Step {
-        match self {
-            Change::Node(e) => step(&**e),
-            Change::Pod { event, .. } => step(&**event),
-            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) | Change::Reservation(e) => step(&**e),
-            Change::Class(e) => step(&**e),
-            Change::Namespace(e) => step(&**e),
-            Change::Claim(e) => step(&**e),
-            Change::Volume(e) => step(&**e),
-            Change::CsiNode(e) => step(&**e),
-        }
-    }
+/// The number of the watch named `name` (for feeding a [`Store`] by hand).
+pub fn watch(name: &str) -> Option<usize> {
+    WATCHED.iter().position(|w| w.name == name)
 }
 
 /// The running watches, all feeding one channel.
@@ -163,162 +304,20 @@ pub struct Watches {
     denied: Denied,
 }
 
-/// Per watch (by name), why the API server refuses to list its kind.
-type Denied = std::sync::Arc<std::sync::Mutex<HashMap<&'static str, String>>>;
-
-/// Runs one watcher in the background; errors are logged and retried with
-/// backoff (the watcher relists after a 410 or a reconnect).
-fn forward<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    (tx, denied): (mpsc::UnboundedSender<Change>, Denied),
-    wrap: impl Fn(Box<Event<K>>) -> Change + Send + 'static,
-    what: &'static str,
-) -> tokio::task::JoinHandle<()>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    tokio::spawn(async move {
-        let stream = watcher::watcher(api, config).default_backoff();
-        let mut stream = std::pin::pin!(stream);
-        // A kind whose CRD is not installed lists as empty (once), so the
-        // store syncs; the watch keeps trying and lists it once it appears.
-        // One we may not list (RBAC) does too, and is reported as denied.
-        let mut absent_told = false;
-        let mut retrying = crate::Retrying::default();
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(mut ev) => {
-                    // A relist starts with Init and may fail before it delivers anything.
-                    if !matches!(ev, Event::Init) {
-                        retrying.worked(what);
-                    }
-                    if absent_told {
-                        denied.lock().unwrap_or_else(|e| e.into_inner()).remove(what);
-                    }
-                    // managedFields are half of most objects and never read here.
-                    ev = ev.modify(|o| o.managed_fields_mut().clear());
-                    if tx.send(wrap(Box::new(ev))).is_err() {
-                        return;
-                    }
-                }
-                Err(watcher::Error::InitialListFailed(kube::Error::Api(e)))
-                    if OPTIONAL.contains(&what) && (e.code == 404 || e.code == 403) =>
-                {
-                    if !absent_told {
-                        absent_told = true;
-                        if e.code == 403 {
-                            let why = format!("the API server refuses to list {what} to tephra: {}", e.message);
-                            tracing::error!("watch {what}: {why}");
-                            denied.lock().unwrap_or_else(|e| e.into_inner()).insert(what, why);
-                        } else {
-                            tracing::warn!("watch {what}: the API server does not serve them (CRD not installed?)");
-                        }
-                        let _ = tx.send(wrap(Box::new(Event::Init)));
-                        if tx.send(wrap(Box::new(Event::InitDone))).is_err() {
-                            return;
-                        }
-                    }
-                }
-                Err(e) => retrying.failed(what, &crate::watch_error(&e)),
-            }
-        }
-    })
-}
-
 impl Watches {
-    /// Starts the watches (on the current runtime). Pods are watched twice
-    /// with field selectors, as Volcano's informer filters them: ours (any
-    /// state), and others' bound ones.
+    /// Starts every watch of [`WATCHED`] (on the current runtime).
     pub fn start(client: &Client, scheduler_name: &str) -> Watches {
         let (tx, rx) = mpsc::unbounded_channel();
-        let denied: Denied = Default::default();
-        let pods: Api<Pod> = Api::all(client.clone());
-        let ours = watcher::Config::default().fields(&format!("spec.schedulerName={scheduler_name}"));
-        let others =
-            watcher::Config::default().fields(&format!("spec.schedulerName!={scheduler_name},spec.nodeName!="));
-        let (qr, pgr, hnr) = (queue_resource(), podgroup_resource(), hypernode_resource());
-        let tasks = vec![
-            forward(
-                Api::all(client.clone()),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::Node,
-                STREAMS[0],
-            ),
-            forward(
-                pods.clone(),
-                ours,
-                (tx.clone(), denied.clone()),
-                |event| Change::Pod { ours: true, event },
-                STREAMS[1],
-            ),
-            forward(pods, others, (tx.clone(), denied.clone()), |event| Change::Pod { ours: false, event }, STREAMS[2]),
-            forward(
-                Api::all_with(client.clone(), &pgr),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::PodGroup,
-                STREAMS[3],
-            ),
-            forward(
-                Api::all_with(client.clone(), &qr),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::Queue,
-                STREAMS[4],
-            ),
-            forward(
-                Api::all(client.clone()),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::Class,
-                STREAMS[5],
-            ),
-            forward(
-                Api::all(client.clone()),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::Namespace,
-                STREAMS[6],
-            ),
-            forward(
-                Api::all(client.clone()),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::Claim,
-                STREAMS[7],
-            ),
-            forward(
-                Api::all(client.clone()),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::Volume,
-                STREAMS[8],
-            ),
-            forward(
-                Api::all(client.clone()),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::CsiNode,
-                STREAMS[9],
-            ),
-            forward(
-                Api::all_with(client.clone(), &hnr),
-                Default::default(),
-                (tx.clone(), denied.clone()),
-                Change::HyperNode,
-                STREAMS[10],
-            ),
-            forward(
-                Api::all_with(client.clone(), &reservation_resource()),
-                Default::default(),
-                (tx, denied.clone()),
-                Change::Reservation,
-                STREAMS[11],
-            ),
-        ];
-        Watches { rx, tasks, denied }
+        let feed = Feed { tx, denied: Denied::default() };
+        let tasks = WATCHED
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let spec = Spec { watch: i, name: w.name, optional: w.optional };
+                (w.start)(client, scheduler_name, feed.clone(), spec)
+            })
+            .collect();
+        Watches { rx, tasks, denied: feed.denied }
     }
 
     /// The next event (waiting for it).
@@ -416,27 +415,20 @@ pub struct Store {
     /// Queues from the API by name.
     pub queues: HashMap<String, ObjMeta>,
     nodes: HashMap<String, (String, String)>,
-    classes: HashMap<String, String>,
-    /// Namespace name → resourceVersion.
-    namespaces: HashMap<String, String>,
-    /// PersistentVolumeClaim `namespace/name` and PersistentVolume name → resourceVersion.
-    claims: HashMap<String, String>,
-    volumes: HashMap<String, String>,
-    /// CSINode name → resourceVersion.
-    csinodes: HashMap<String, String>,
-    /// HyperNode name → resourceVersion.
-    hypernodes: HashMap<String, String>,
-    /// Reservation name → resourceVersion, and its status as the API has it.
-    reservations: HashMap<String, String>,
+    /// For the kinds kept as one value under a name (priority classes,
+    /// namespaces, claims, volumes, CSINodes, HyperNodes, Reservations),
+    /// per watch: key → resourceVersion.
+    versions: [HashMap<String, String>; KINDS],
+    /// Each Reservation's status as the API has it.
     pub reservation_status: HashMap<String, serde_json::Value>,
     /// Reservations that do not read, with why (their status says so).
     pub reservation_invalid: HashMap<String, String>,
     index: Index,
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
-    /// Keys listed so far by a relist under way, per stream.
-    relist: [Option<HashSet<String>>; 12],
-    synced: [bool; 12],
+    /// Keys listed so far by a relist under way, per watch.
+    relist: [Option<HashSet<String>>; KINDS],
+    synced: [bool; KINDS],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -451,58 +443,14 @@ pub struct Store {
 
 /// Reads an API object as the manifest reader reads its YAML (typed object
 /// → YAML value → model, with no JSON text between).
-fn to_model<K: Serialize>(obj: &K, dynamic_kind: Option<&str>) -> Result<Object, String> {
-    let mut yaml = serde_yaml::to_value(obj).map_err(|e| e.to_string())?;
-    if let (Some(kind), Some(m)) = (dynamic_kind, yaml.as_mapping_mut()) {
+fn to_model<K: Serialize>(obj: &K, w: &Watched) -> Result<Object, String> {
+    let mut yaml = yaml_serde::to_value(obj).map_err(|e| e.to_string())?;
+    if let (Some(api), Some(m)) = (w.api, yaml.as_mapping_mut()) {
         // List items of dynamic objects may lack them.
-        let api = match kind {
-            "HyperNode" => "topology.volcano.sh/v1alpha1",
-            "Reservation" => tephra_model::window::API_VERSION,
-            _ => VOLCANO_API,
-        };
         m.insert("apiVersion".into(), api.into());
-        m.insert("kind".into(), kind.into());
+        m.insert("kind".into(), w.kind.into());
     }
     manifest::from_value(&yaml, "apiserver").map_err(|e| format!("{e:#}"))
-}
-
-fn ids<K: Resource>(o: &K) -> (String, String) {
-    let m = o.meta();
-    (
-        m.uid.clone().unwrap_or_else(|| format!("{:?}/{:?}", m.namespace, m.name)),
-        m.resource_version.clone().unwrap_or_default(),
-    )
-}
-
-fn key_of<K: Resource>(o: &K) -> String {
-    match o.meta().namespace.as_deref() {
-        Some(ns) => format!("{ns}/{}", o.meta().name.as_deref().unwrap_or_default()),
-        None => o.meta().name.clone().unwrap_or_default(),
-    }
-}
-
-/// A keyed object read: its key, version, and name and value when readable.
-type Keyed<V> = (String, String, Option<(String, V)>);
-
-/// Keeps what [`Store::keyed`] read: the version, and the value under its
-/// name when it changed; an unreadable version removes the object.
-fn keep<V: PartialEq>(seen: &mut HashMap<String, String>, map: &mut BTreeMap<String, V>, read: Option<Keyed<V>>) {
-    match read {
-        None => {}
-        Some((key, rv, Some((name, value)))) => {
-            seen.insert(key, rv);
-            if map.get(&name) != Some(&value) {
-                map.insert(name, value);
-            }
-        }
-        Some((key, _, None)) => forget(seen, map, &key),
-    }
-}
-
-/// An object gone: its version and its value.
-fn forget<V>(seen: &mut HashMap<String, String>, map: &mut BTreeMap<String, V>, key: &str) {
-    seen.remove(key);
-    map.remove(key);
 }
 
 /// Appends an item and indexes it.
@@ -529,176 +477,112 @@ impl Store {
 
     /// Applies one watch event to `c`.
     pub fn apply(&mut self, c: &mut Cluster, change: Change) {
-        let stream = change.stream();
-        match change.step() {
-            Step::Init => self.relist[stream] = Some(HashSet::new()),
+        let w = change.watch;
+        if w >= KINDS {
+            return tracing::error!("an event of watch {w}, which does not exist");
+        }
+        match change.step {
+            Step::Init => self.relist[w] = Some(HashSet::new()),
             Step::InitDone => {
-                self.synced[stream] = true;
-                if let Some(listed) = self.relist[stream].take() {
-                    self.relisted(c, stream, &listed);
+                self.synced[w] = true;
+                if let Some(listed) = self.relist[w].take() {
+                    self.relisted(c, w, &listed);
                 }
             }
             Step::Object => {
-                if let Some(listed) = &mut self.relist[stream] {
-                    let key = match &change {
-                        Change::Node(e) => listed_key(&**e),
-                        Change::Pod { event, .. } => listed_key(&**event),
-                        Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) | Change::Reservation(e) => {
-                            listed_key(&**e)
-                        }
-                        Change::Class(e) => listed_key(&**e),
-                        Change::Namespace(e) => listed_key(&**e),
-                        Change::Claim(e) => listed_key(&**e),
-                        Change::Volume(e) => listed_key(&**e),
-                        Change::CsiNode(e) => listed_key(&**e),
-                    };
-                    listed.extend(key);
+                if let (Some(listed), Some(key)) = (&mut self.relist[w], &change.listed) {
+                    listed.insert(key.clone());
                 }
-                self.one(c, change);
+                if let Some((uid, key)) = &change.deleted {
+                    // A deleted object's unreadable versions need no memory.
+                    self.bad.remove(uid);
+                    (WATCHED[w].deleted)(self, c, w, key);
+                }
+                if let Some(object) = &change.object {
+                    (WATCHED[w].applied)(self, c, w, object.as_ref());
+                }
             }
         }
     }
 
-    /// A relist completed: every object of that stream it did not list is
+    /// A relist completed: every object of that watch it did not list is
     /// gone. (Its objects were applied as they came: an object changed
     /// meanwhile is newer in the list than in the cluster, never older.)
-    fn relisted(&mut self, c: &mut Cluster, stream: usize, listed: &HashSet<String>) {
-        let gone: Vec<String> = match stream {
-            0 => self.nodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            1 | 2 => {
-                let ours = stream == 1;
-                self.pods
-                    .iter()
-                    .filter(|(k, m)| m.ours == ours && !listed.contains(*k))
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            }
-            3 => self.podgroups.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            4 => self.queues.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            5 => self.classes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            6 => self.namespaces.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            7 => self.claims.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            8 => self.volumes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            9 => self.csinodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            10 => self.hypernodes.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-            _ => self.reservations.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
-        };
+    fn relisted(&mut self, c: &mut Cluster, w: usize, listed: &HashSet<String>) {
+        let gone: Vec<String> = (WATCHED[w].held)(self, w).into_iter().filter(|k| !listed.contains(k)).collect();
         for key in gone {
-            match stream {
-                0 => self.node_deleted(c, &key),
-                1 | 2 => self.pod_deleted(c, &key),
-                3 => self.podgroup_deleted(c, &key),
-                4 => self.queue_deleted(c, &key),
-                5 => self.class_deleted(c, &key),
-                6 => self.namespace_deleted(c, &key),
-                7 => self.claim_deleted(c, &key),
-                8 => self.volume_deleted(c, &key),
-                9 => self.csinode_deleted(c, &key),
-                10 => self.hypernode_deleted(c, &key),
-                _ => self.reservation_deleted(c, &key),
-            }
+            (WATCHED[w].deleted)(self, c, w, &key);
         }
     }
 
-    fn one(&mut self, c: &mut Cluster, change: Change) {
-        // A deleted object's unreadable versions need no memory.
-        let gone_uid = match &change {
-            Change::Node(e) => deleted_uid(&**e),
-            Change::Pod { event, .. } => deleted_uid(&**event),
-            Change::PodGroup(e) | Change::Queue(e) | Change::HyperNode(e) | Change::Reservation(e) => deleted_uid(&**e),
-            Change::Class(e) => deleted_uid(&**e),
-            Change::Namespace(e) => deleted_uid(&**e),
-            Change::Claim(e) => deleted_uid(&**e),
-            Change::Volume(e) => deleted_uid(&**e),
-            Change::CsiNode(e) => deleted_uid(&**e),
-        };
-        if let Some(uid) = gone_uid {
-            self.bad.remove(&uid);
-        }
-        match change {
-            Change::Node(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.node_applied(c, &o),
-                Event::Delete(o) => self.node_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Pod { ours, event } => match *event {
-                Event::Apply(o) | Event::InitApply(o) => self.pod_applied(c, &o, ours),
-                Event::Delete(o) => self.pod_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::PodGroup(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.podgroup_applied(c, &o),
-                Event::Delete(o) => self.podgroup_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Queue(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.queue_applied(c, &o),
-                Event::Delete(o) => self.queue_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Class(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.class_applied(c, &o),
-                Event::Delete(o) => self.class_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Namespace(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.namespace_applied(c, &o),
-                Event::Delete(o) => self.namespace_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Claim(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.claim_applied(c, &o),
-                Event::Delete(o) => self.claim_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Volume(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.volume_applied(c, &o),
-                Event::Delete(o) => self.volume_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::CsiNode(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.csinode_applied(c, &o),
-                Event::Delete(o) => self.csinode_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::HyperNode(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.hypernode_applied(c, &o),
-                Event::Delete(o) => self.hypernode_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-            Change::Reservation(e) => match *e {
-                Event::Apply(o) | Event::InitApply(o) => self.reservation_applied(c, &o),
-                Event::Delete(o) => self.reservation_deleted(c, &key_of(&o)),
-                _ => {}
-            },
-        }
+    /// The keys a keyed watch holds.
+    fn held(&self, w: usize) -> Vec<String> {
+        self.versions[w].keys().cloned().collect()
     }
 
-    /// Reads an object once per version; a bad one is reported once and left out.
-    fn read<K: Resource + Serialize>(&mut self, o: &K, kind: &str, dynamic: bool) -> Option<Object> {
+    /// Reads an object of watch `w` once per version; a bad one is reported
+    /// once and left out.
+    fn read<K: Resource + Serialize>(&mut self, o: &K, w: usize) -> Option<Object> {
         let (uid, rv) = ids(o);
         if self.bad.get(&uid) == Some(&rv) {
             return None;
         }
-        match to_model(o, dynamic.then_some(kind)) {
+        match to_model(o, &WATCHED[w]) {
             Ok(obj) => {
                 self.bad.remove(&uid);
                 Some(obj)
             }
             Err(message) => {
-                self.invalid.push(Invalid { object: format!("{kind} {}", key_of(o)), uid: uid.clone(), message });
+                let object = format!("{} {}", WATCHED[w].kind, key_of(o));
+                self.invalid.push(Invalid { object, uid: uid.clone(), message });
                 self.bad.insert(uid, rv);
                 None
             }
         }
     }
 
-    fn node_applied(&mut self, c: &mut Cluster, o: &Node) {
+    /// An object of a keyed watch `w`: read once per version, and kept in
+    /// `map` under its name when readable (an unreadable version removes
+    /// it); whether this version was new, and what it read as.
+    fn keyed<K: Resource + Serialize + 'static, V: PartialEq>(
+        &mut self,
+        w: usize,
+        o: &(dyn Any + Send),
+        map: &mut BTreeMap<String, V>,
+        pick: fn(Object) -> Option<(String, V)>,
+    ) -> Option<bool> {
+        let o: &K = o.downcast_ref()?;
+        let (key, (_, rv)) = (key_of(o), ids(o));
+        if self.versions[w].get(&key) == Some(&rv) {
+            return None;
+        }
+        match self.read(o, w).and_then(pick) {
+            Some((name, value)) => {
+                self.versions[w].insert(key, rv);
+                if map.get(&name) != Some(&value) {
+                    map.insert(name, value);
+                }
+                Some(true)
+            }
+            None => {
+                self.forget(w, map, &key);
+                Some(false)
+            }
+        }
+    }
+
+    /// An object of a keyed watch gone: its version and its value.
+    fn forget<V>(&mut self, w: usize, map: &mut BTreeMap<String, V>, key: &str) {
+        self.versions[w].remove(key);
+        map.remove(key);
+    }
+
+    fn node_applied(&mut self, c: &mut Cluster, w: usize, o: &Node) {
         let (key, ids) = (key_of(o), ids(o));
         if self.nodes.get(&key) == Some(&ids) {
             return;
         }
-        let Some(Object::Node(node)) = self.read(o, "Node", false) else {
+        let Some(Object::Node(node)) = self.read(o, w) else {
             return self.node_deleted(c, &key);
         };
         self.nodes.insert(key.clone(), ids);
@@ -718,165 +602,39 @@ impl Store {
         self.reorder |= remove(&mut c.nodes, &mut self.index.nodes, key, |n| n.name.clone());
     }
 
-    // Priority classes, namespaces, claims and volumes are each one value
-    // under a name in the cluster: read once per version, kept when readable.
-
-    fn class_applied(&mut self, c: &mut Cluster, o: &PriorityClass) {
-        let read = self.keyed(
-            o,
-            |s| &s.classes,
-            "PriorityClass",
-            |obj| match obj {
-                Object::PriorityClass(name, pc) => Some((name, pc)),
-                _ => None,
-            },
-        );
-        keep(&mut self.classes, &mut c.priority_classes, read);
-    }
-
-    fn class_deleted(&mut self, c: &mut Cluster, key: &str) {
-        forget(&mut self.classes, &mut c.priority_classes, key);
-    }
-
-    fn namespace_applied(&mut self, c: &mut Cluster, o: &Namespace) {
-        let read = self.keyed(
-            o,
-            |s| &s.namespaces,
-            "Namespace",
-            |obj| match obj {
-                Object::Namespace(name, labels) => Some((name, labels)),
-                _ => None,
-            },
-        );
-        keep(&mut self.namespaces, &mut c.namespaces, read);
-    }
-
-    fn namespace_deleted(&mut self, c: &mut Cluster, key: &str) {
-        forget(&mut self.namespaces, &mut c.namespaces, key);
-    }
-
-    fn claim_applied(&mut self, c: &mut Cluster, o: &PersistentVolumeClaim) {
-        let read = self.keyed(
-            o,
-            |s| &s.claims,
-            "PersistentVolumeClaim",
-            |obj| match obj {
-                Object::Claim(key, claim) => Some((key, claim)),
-                _ => None,
-            },
-        );
-        keep(&mut self.claims, &mut c.claims, read);
-    }
-
-    fn claim_deleted(&mut self, c: &mut Cluster, key: &str) {
-        forget(&mut self.claims, &mut c.claims, key);
-    }
-
-    fn volume_applied(&mut self, c: &mut Cluster, o: &PersistentVolume) {
-        let read = self.keyed(
-            o,
-            |s| &s.volumes,
-            "PersistentVolume",
-            |obj| match obj {
-                Object::Volume(name, volume) => Some((name, volume)),
-                _ => None,
-            },
-        );
-        keep(&mut self.volumes, &mut c.volumes, read);
-    }
-
-    fn volume_deleted(&mut self, c: &mut Cluster, key: &str) {
-        forget(&mut self.volumes, &mut c.volumes, key);
-    }
-
-    fn csinode_applied(&mut self, c: &mut Cluster, o: &CSINode) {
-        let read = self.keyed(
-            o,
-            |s| &s.csinodes,
-            "CSINode",
-            |obj| match obj {
-                Object::AttachLimits(name, limits) => Some((name, limits)),
-                _ => None,
-            },
-        );
-        keep(&mut self.csinodes, &mut c.attach_limits, read);
-    }
-
-    fn csinode_deleted(&mut self, c: &mut Cluster, key: &str) {
-        forget(&mut self.csinodes, &mut c.attach_limits, key);
-    }
-
-    fn hypernode_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
-        let read = self.keyed(
-            o,
-            |s| &s.hypernodes,
-            "HyperNode",
-            |obj| match obj {
-                Object::HyperNode(h) => Some((h.name.clone(), h)),
-                _ => None,
-            },
-        );
-        keep(&mut self.hypernodes, &mut c.hypernodes, read);
-    }
-
-    fn hypernode_deleted(&mut self, c: &mut Cluster, key: &str) {
-        forget(&mut self.hypernodes, &mut c.hypernodes, key);
-    }
-
-    fn reservation_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
-        self.reservation_status.insert(key_of(o), o.data.get("status").cloned().unwrap_or_default());
-        let (seen, key) = (self.invalid.len(), key_of(o));
-        let read = self.keyed(
-            o,
-            |s| &s.reservations,
-            "Reservation",
-            |obj| match obj {
-                Object::Reservation(r) => Some((r.name.clone(), r)),
-                _ => None,
-            },
-        );
-        match &read {
-            Some((_, _, Some(_))) => {
+    fn reservation_applied(&mut self, c: &mut Cluster, w: usize, o: &DynamicObject) {
+        let key = key_of(o);
+        self.reservation_status.insert(key.clone(), o.data.get("status").cloned().unwrap_or_default());
+        let seen = self.invalid.len();
+        let pick = |obj| match obj {
+            Object::Reservation(r) => Some((r.name.clone(), r)),
+            _ => None,
+        };
+        match self.keyed::<DynamicObject, _>(w, o, &mut c.reservations, pick) {
+            Some(true) => {
                 self.reservation_invalid.remove(&key);
             }
-            Some((_, _, None)) => {
+            Some(false) => {
                 if let Some(bad) = self.invalid[seen..].last() {
                     self.reservation_invalid.insert(key, bad.message.clone());
                 }
             }
             None => {}
         }
-        keep(&mut self.reservations, &mut c.reservations, read);
     }
 
-    fn reservation_deleted(&mut self, c: &mut Cluster, key: &str) {
+    fn reservation_deleted(&mut self, c: &mut Cluster, w: usize, key: &str) {
         self.reservation_status.remove(key);
         self.reservation_invalid.remove(key);
-        forget(&mut self.reservations, &mut c.reservations, key);
+        self.forget(w, &mut c.reservations, key);
     }
 
-    /// A keyed object as (key, version, what it reads as): `None` when this
-    /// version was seen already, `Some((.., None))` when it cannot be read.
-    fn keyed<K: Resource + Serialize, V>(
-        &mut self,
-        o: &K,
-        seen: fn(&Store) -> &HashMap<String, String>,
-        kind: &str,
-        pick: fn(Object) -> Option<(String, V)>,
-    ) -> Option<Keyed<V>> {
-        let (key, (_, rv)) = (key_of(o), ids(o));
-        if seen(self).get(&key) == Some(&rv) {
-            return None;
-        }
-        Some((key, rv, self.read(o, kind, matches!(kind, "HyperNode" | "Reservation")).and_then(pick)))
-    }
-
-    fn queue_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
+    fn queue_applied(&mut self, c: &mut Cluster, w: usize, o: &DynamicObject) {
         let (key, (uid, rv)) = (key_of(o), ids(o));
         if self.queues.get(&key).is_some_and(|m| m.uid == uid && m.rv == rv) {
             return;
         }
-        let Some(Object::Queue(queue)) = self.read(o, "Queue", true) else {
+        let Some(Object::Queue(queue)) = self.read(o, w) else {
             return self.queue_deleted(c, &key);
         };
         let status = o.data.get("status").cloned().unwrap_or_default();
@@ -896,12 +654,12 @@ impl Store {
         self.reorder |= remove(&mut c.queues, &mut self.index.queues, key, |q| q.name.clone());
     }
 
-    fn podgroup_applied(&mut self, c: &mut Cluster, o: &DynamicObject) {
+    fn podgroup_applied(&mut self, c: &mut Cluster, w: usize, o: &DynamicObject) {
         let (key, (uid, rv)) = (key_of(o), ids(o));
         if self.podgroups.get(&key).is_some_and(|m| m.uid == uid && m.rv == rv) {
             return;
         }
-        let Some(Object::PodGroup(group)) = self.read(o, "PodGroup", true) else {
+        let Some(Object::PodGroup(group)) = self.read(o, w) else {
             return self.podgroup_deleted(c, &key);
         };
         let status = o.data.get("status").cloned().unwrap_or_default();
@@ -941,12 +699,12 @@ impl Store {
         self.reorder |= remove(&mut c.podgroups, &mut self.index.podgroups, key, PodGroup::key);
     }
 
-    fn pod_applied(&mut self, c: &mut Cluster, o: &Pod, ours: bool) {
+    fn pod_applied(&mut self, c: &mut Cluster, w: usize, o: &Pod, ours: bool) {
         let (key, (uid, rv)) = (key_of(o), ids(o));
         if self.pods.get(&key).is_some_and(|m| m.uid == uid && m.rv == rv) {
             return;
         }
-        let Some(Object::Pod(mut pod)) = self.read(o, "Pod", false) else {
+        let Some(Object::Pod(mut pod)) = self.read(o, w) else {
             return self.pod_deleted(c, &key);
         };
         let scheduled = o
@@ -1193,6 +951,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::runtime::watcher::Event;
     use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus, ResourceRequirements};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -1227,7 +986,7 @@ mod tests {
     }
 
     fn ours(event: Event<Pod>) -> Change {
-        Change::Pod { ours: true, event: Box::new(event) }
+        Change::of(watch("pods").unwrap(), event)
     }
 
     #[test]

@@ -203,7 +203,7 @@ async fn queues(client: &Client, out: &Outcome, c: &Cluster, store: &Store) {
         let old = obj.status.get("allocated").and_then(Value::as_object);
         let mut have = ResourceList::new();
         for (k, v) in old.into_iter().flatten() {
-            if let Some(q) = tephra_readers::config::scalar_string(&serde_yaml::to_value(v).unwrap_or_default()) {
+            if let Some(q) = tephra_readers::config::scalar_string(&yaml_serde::to_value(v).unwrap_or_default()) {
                 have.insert(k.clone(), resource::parse_resource(k, &q).unwrap_or(f64::NAN));
             }
         }

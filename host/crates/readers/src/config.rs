@@ -2,9 +2,9 @@
 //! `configurations`), with its enable-switch defaulting rules.
 
 use anyhow::{anyhow, bail, Result};
-use serde_yaml::Value;
 use std::collections::BTreeMap;
 use tephra_model::duration::duration_ms;
+use yaml_serde::Value;
 
 /// The actions tephra has, by the names a config gives them: the one list
 /// (the actions crate maps each to its code with an exhaustive match).
@@ -216,7 +216,7 @@ impl SchedulerConfig {
 
     /// Parses a config file's text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        let doc: Value = serde_yaml::from_str(text).map_err(|e| anyhow!("{origin}: not valid YAML: {e}"))?;
+        let doc: Value = yaml_serde::from_str(text).map_err(|e| anyhow!("{origin}: not valid YAML: {e}"))?;
         let map = doc.as_mapping().ok_or_else(|| anyhow!("{origin}: expected a mapping at the top"))?;
         for k in map.keys() {
             let k = k.as_str().unwrap_or("?");

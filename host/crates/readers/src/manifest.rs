@@ -7,8 +7,8 @@
 use anyhow::{anyhow, Result};
 use fields::{get, meta, At};
 use serde::Deserialize;
-use serde_yaml::Value;
 use tephra_model::cluster::Node;
+use yaml_serde::Value;
 
 mod core;
 mod fields;
@@ -29,7 +29,7 @@ pub use volcano::{podgroup_topology, GUARANTEE_DIMENSIONS, GUARANTEE_PERCENTAGE,
 /// Parses every document of one file.
 pub fn parse(text: &str, origin: &str) -> Result<Vec<Timed>> {
     let mut out = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
         let v = Value::deserialize(doc).map_err(|e| anyhow!("{origin}: document {}: not valid YAML: {e}", i + 1))?;
         if v.is_null() {
             continue;
@@ -101,6 +101,59 @@ const NODES_MAX: u32 = 100_000;
 mod tests {
     use super::*;
     use tephra_model::cluster::{Claim, MatchExpr};
+
+    /// kubectl reads YAML 1.1 (go-yaml v2) and the API server gets what it
+    /// read: plain integers in Go's forms and YAML 1.1's boolean words mean
+    /// here what they mean there, though this reader's YAML is 1.2.
+    #[test]
+    fn scalars_read_as_kubectl_reads_them() {
+        let group = |min: &str| {
+            let text = format!(
+                "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: g, namespace: ns}}\n\
+                 spec: {{minMember: {min}}}\n"
+            );
+            match parse(&text, "f.yaml").map(|mut o| o.remove(0).object) {
+                Ok(Object::PodGroup(g)) => Ok(g.min_member),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        for (given, want) in [
+            ("12", 12),
+            ("017", 15),
+            ("0o17", 15),
+            ("0x1F", 31),
+            ("0b101", 5),
+            ("1_000", 1000),
+            ("1e3", 1000),
+            ("09", 9),
+            ("+7", 7),
+        ] {
+            assert_eq!(group(given), Ok(want), "minMember: {given}");
+        }
+        assert_eq!(group("1.5").unwrap_err(), "f.yaml: PodGroup ns/g: spec.minMember: 1.5 is not an integer");
+        assert_eq!(group("0x").unwrap_err(), "f.yaml: PodGroup ns/g: spec.minMember: \"0x\" is not an integer");
+        assert_eq!(group("-1").unwrap_err(), "f.yaml: PodGroup ns/g: spec.minMember: -1 is negative");
+
+        let unschedulable = |given: &str| {
+            let text = format!("apiVersion: v1\nkind: Node\nmetadata: {{name: n}}\nspec: {{unschedulable: {given}}}\n");
+            match parse(&text, "f.yaml").map(|mut o| o.remove(0).object) {
+                Ok(Object::Node(n)) => Ok(n.unschedulable),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        for given in ["true", "True", "yes", "Yes", "y", "Y", "on", "ON"] {
+            assert_eq!(unschedulable(given), Ok(true), "unschedulable: {given}");
+        }
+        for given in ["false", "FALSE", "no", "No", "n", "N", "off", "Off"] {
+            assert_eq!(unschedulable(given), Ok(false), "unschedulable: {given}");
+        }
+        assert_eq!(
+            unschedulable("maybe").unwrap_err(),
+            "f.yaml: Node n: spec.unschedulable: \"maybe\" is not true or false"
+        );
+    }
 
     /// The kinds are one table: an unknown kind lists them by apiVersion,
     /// a known kind under another apiVersion names the ones it is read under.

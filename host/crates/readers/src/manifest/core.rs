@@ -8,9 +8,9 @@ use super::pod::{estimate, pod_spec, preemptable};
 use super::rules;
 use crate::config::{scalar_string, SchedulerConfig};
 use anyhow::Result;
-use serde_yaml::Value;
 use std::collections::BTreeMap;
 use tephra_model::cluster::{Claim, Node, Pod, PodPhase, PriorityClass, Taint, Volume};
+use yaml_serde::Value;
 
 pub(super) fn node(d: Doc) -> Result<Object> {
     let (at, v) = (d.at, d.v);

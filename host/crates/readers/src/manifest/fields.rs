@@ -3,9 +3,9 @@
 
 use crate::config::scalar_string;
 use anyhow::{anyhow, Result};
-use serde_yaml::Value;
 use std::collections::BTreeMap;
 use tephra_model::resource::{self, ResourceList};
+use yaml_serde::Value;
 
 /// Where an error happened: `file: Kind ns/name: field`.
 pub(super) struct At<'a> {
@@ -43,14 +43,49 @@ pub(super) fn map(at: &At, v: &Value, path: &str) -> Result<BTreeMap<String, Str
     Ok(out)
 }
 
-/// An `int64` field.
+/// An `int64` field. kubectl reads YAML 1.1 (go-yaml v2) before the API
+/// server sees JSON, so a plain scalar means what it means there: `1e3` is
+/// 1000, `017` is octal (15), `0o17`, `0x1f` and `0b101` carry their base, and
+/// `1_000` is 1000. This reader's YAML is 1.2, which reads some of these as
+/// other numbers or as strings; the scalar is read again by the 1.1 rules.
 pub(super) fn int64(at: &At, v: &Value, path: &str) -> Result<Option<i64>> {
+    let integral = |f: f64| (f.fract() == 0.0 && f.abs() < 9.0e15).then_some(f as i64);
     match get(v, path) {
         None => Ok(None),
-        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| at.err(path, format!("{n} is not an integer"))),
-        Some(Value::String(s)) => s.parse().map(Some).map_err(|_| at.err(path, format!("{s:?} is not an integer"))),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().and_then(integral))
+            .map(Some)
+            .ok_or_else(|| at.err(path, format!("{n} is not an integer"))),
+        Some(Value::String(s)) => go_int(s)
+            .or_else(|| go_float(s).and_then(integral))
+            .map(Some)
+            .ok_or_else(|| at.err(path, format!("{s:?} is not an integer"))),
         Some(_) => Err(at.err(path, "expected an integer")),
     }
+}
+
+/// An integer as go-yaml v2 resolves a plain scalar: underscores dropped,
+/// then Go's `ParseInt(s, 0, 64)` (a `0x`, `0o` or `0b` prefix, or a leading
+/// `0` for octal).
+pub(super) fn go_int(s: &str) -> Option<i64> {
+    let plain = s.replace('_', "");
+    let (neg, digits) = match plain.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, plain.strip_prefix('+').unwrap_or(&plain)),
+    };
+    let (radix, digits) = match digits.get(..2) {
+        Some("0x" | "0X") => (16, &digits[2..]),
+        Some("0o" | "0O") => (8, &digits[2..]),
+        Some("0b" | "0B") => (2, &digits[2..]),
+        _ if digits.len() > 1 && digits.starts_with('0') => (8, &digits[1..]),
+        _ => (10, digits),
+    };
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let magnitude = i64::from_str_radix(digits, radix).ok()?;
+    Some(if neg { -magnitude } else { magnitude })
 }
 
 /// An `int32` field, as Kubernetes declares nearly all of them: a value out
@@ -71,11 +106,37 @@ pub(super) fn count(at: &At, v: &Value, path: &str) -> Result<Option<u32>> {
     }
 }
 
+/// A float as go-yaml v2 resolves a plain scalar that is no integer
+/// (`09`, `1e3`, `.5`): its float pattern, then Go's `ParseFloat`.
+fn go_float(s: &str) -> Option<f64> {
+    let plain = s.replace('_', "");
+    let (mantissa, exponent) = match plain.find(['e', 'E']) {
+        Some(i) => (&plain[..i], Some(&plain[i + 1..])),
+        None => (plain.as_str(), None),
+    };
+    let mantissa = mantissa.strip_prefix(['+', '-']).unwrap_or(mantissa);
+    let (whole, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = digits(whole) && digits(frac) && !(whole.is_empty() && frac.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    (mantissa_ok && exponent_ok).then(|| plain.parse().ok()).flatten()
+}
+
+/// A boolean field. go-yaml v2 (kubectl's YAML) reads YAML 1.1's words as
+/// booleans too (`yes`, `on`, `y` and their capitalised forms; `no`, `off`,
+/// `n`), so such a field reads them as the API server then gets them.
 pub(super) fn boolean(at: &At, v: &Value, path: &str) -> Result<Option<bool>> {
     match get(v, path) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+        Some(Value::String(s)) => match s.as_str() {
+            "true" | "True" | "TRUE" | "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Ok(Some(true)),
+            "false" | "False" | "FALSE" | "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Ok(Some(false)),
+            _ => Err(at.err(path, format!("{s:?} is not true or false"))),
+        },
         Some(_) => Err(at.err(path, "expected true or false")),
     }
 }

@@ -5,10 +5,10 @@ use super::fields::{get, int, int64, map, resources, seq, string, At};
 use super::object::ESTIMATE;
 use super::rules;
 use anyhow::{anyhow, Result};
-use serde_yaml::Value;
 use std::collections::BTreeMap;
 use tephra_model::cluster::{Pod, Toleration};
 use tephra_model::resource::ResourceList;
+use yaml_serde::Value;
 
 /// The pod's `tephra.io/estimated-running-duration`, in ms.
 pub(super) fn estimate(at: &At, annotations: &BTreeMap<String, String>) -> Result<Option<i64>> {

@@ -6,8 +6,8 @@
 
 use super::fields::{get, int, seq, string, At};
 use anyhow::Result;
-use serde_yaml::Value;
 use tephra_model::cluster::{HostPort, MatchExpr, Pod, PodTerm, Selector, Spread};
+use yaml_serde::Value;
 
 const NODE_OPS: [&str; 6] = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 const LABEL_OPS: [&str; 4] = ["In", "NotIn", "Exists", "DoesNotExist"];

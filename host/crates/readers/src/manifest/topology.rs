@@ -3,8 +3,8 @@
 
 use super::fields::{count, get, int, map, seq, string, At};
 use anyhow::Result;
-use serde_yaml::Value;
 use tephra_model::topology::{HyperNode, Member, NetworkTopology, NodeSelector, SubGroupPolicy};
+use yaml_serde::Value;
 
 /// The label a Volcano Job's partitioned pods carry: their partition.
 pub const PARTITION_ID: &str = "volcano.sh/partition-id";

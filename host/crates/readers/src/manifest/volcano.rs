@@ -8,10 +8,10 @@ use super::pod::{estimate, pod_spec, preemptable};
 use super::topology;
 use crate::config::scalar_string;
 use anyhow::Result;
-use serde_yaml::Value;
 use std::collections::BTreeMap;
 use tephra_model::cluster::{Phase, Pod, PodGroup, Queue, QueueState};
 use tephra_model::resource::ResourceList;
+use yaml_serde::Value;
 
 pub(super) fn queue(d: Doc) -> Result<Object> {
     let (at, v) = (d.at, d.v);

@@ -4,8 +4,8 @@
 use super::fields::{boolean, count, get, map, parse_time, seq, string, At, Doc};
 use super::object::Object;
 use anyhow::Result;
-use serde_yaml::Value;
 use tephra_model::window::{AdvanceReservation, Repeat};
+use yaml_serde::Value;
 
 /// Reads a `Reservation`'s spec.
 pub(super) fn read(d: Doc) -> Result<Object> {
