@@ -762,7 +762,7 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
             diffs.push(format!("node_scores: no task {key}"));
             continue;
         };
-        let scores = ssn.policies.node_scores(&ssn.events, t, &all_nodes);
+        let scores = ssn.ask().node_scores(t, &all_nodes);
         for (node, w) in want.as_mapping().into_iter().flatten() {
             let node = scalar_string(node).unwrap_or_default();
             let w = w.as_f64().unwrap_or(f64::NAN);
@@ -778,7 +778,7 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
             diffs.push(format!("predicate_status: no task {key}"));
             continue;
         };
-        let verdicts = ssn.policies.predicate(&ssn.events, t, &all_nodes);
+        let verdicts = ssn.ask().predicate(t, &all_nodes);
         for (node, w) in want.as_mapping().into_iter().flatten() {
             let node = scalar_string(node).unwrap_or_default();
             let w = scalar_string(w).unwrap_or_default();
@@ -798,7 +798,7 @@ fn plugin_fn(ssn: &mut Session, expect: &Value, diffs: &mut Vec<String>) {
             diffs.push(format!("job_enqueueable: no job {key}"));
             continue;
         };
-        let got = ssn.policies.vote(&ssn.events, crate::plugin::Call::JobEnqueueable(j as u32));
+        let got = ssn.ask().vote(crate::plugin::Call::JobEnqueueable(j as u32));
         if Some(got) != want.as_bool() {
             diffs.push(format!("job_enqueueable {key}: want {want:?}, got {got}"));
         }

@@ -48,7 +48,7 @@ pub fn execute(ssn: &mut Session) {
     let mut failed_roles: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     let mut classes = Classes::new(ssn);
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
-        if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
+        if ssn.ask().any_true(Call::Overused(q)) {
             let mut left = jobs_by_queue.remove(&q).unwrap_or_default();
             let why = gate_reason(ssn, P::Overused, format!("queue {} is overused", ssn.names.queues[q as usize]));
             while let Some(j) = left.pop() {
@@ -146,7 +146,7 @@ fn nominated(ssn: &mut Session, t: u32) -> Option<u32> {
     if n == NONE || ssn.lock_blocks(t, n) || ssn.short(ssn.req(t), n, true).is_some() {
         return None;
     }
-    ssn.policies.predicate(&ssn.events, t, &[n])[0].is_none().then_some(n)
+    ssn.ask().predicate(t, &[n])[0].is_none().then_some(n)
 }
 
 /// Volcano's `NeedContinueAllocating`: whether a job that hit an unplaceable

@@ -185,7 +185,7 @@ impl Classes {
                 continue;
             };
             let node = class.nodes[i].node;
-            if checked || ssn.policies.predicate(&ssn.events, task, &[node])[0].is_none() {
+            if checked || ssn.ask().predicate(task, &[node])[0].is_none() {
                 ssn.fit_errors.remove(&task);
                 return Some(node);
             }
@@ -194,7 +194,7 @@ impl Classes {
             // again as if this draw never happened.
             ssn.rng = rng;
             let nodes: Vec<u32> = class.nodes.iter().map(|e| e.node).collect();
-            let verdicts = ssn.policies.predicate(&ssn.events, task, &nodes);
+            let verdicts = ssn.ask().predicate(task, &nodes);
             if rising {
                 let lifts = verdicts.iter().zip(&nodes).filter(|(v, _)| v.as_ref().is_some_and(|r| !r.unresolvable));
                 class.parked.extend(lifts.map(|(_, &n)| n));
@@ -228,7 +228,7 @@ impl Classes {
         }
         let held = class.nodes.len();
         let asked: Vec<u32> = class.nodes.iter().map(|e| e.node).chain(class.parked.drain(..)).collect();
-        let verdicts = ssn.policies.predicate(&ssn.events, task, &asked);
+        let verdicts = ssn.ask().predicate(task, &asked);
         let mut keep = verdicts[..held].iter().map(Option::is_none);
         class.nodes.retain(|_| keep.next().unwrap_or(false));
         let req = ssn.req(task);

@@ -64,7 +64,7 @@ fn hold_for_targets(ssn: &mut Session, by_queue: &mut BTreeMap<u32, Vec<u32>>) {
 /// always); otherwise notes which plugin refused.
 fn admit(ssn: &mut Session, job: u32) -> bool {
     let rejected = match ssn.snap.job_has_min_resources[job as usize] {
-        true => ssn.policies.refusal(&ssn.events, Call::JobEnqueueable(job)),
+        true => ssn.ask().refusal(Call::JobEnqueueable(job)),
         false => None,
     };
     match rejected {
@@ -80,7 +80,7 @@ fn admit(ssn: &mut Session, job: u32) -> bool {
             false
         }
         None => {
-            ssn.policies.job_enqueued(&ssn.events, job);
+            ssn.ask().job_enqueued(job);
             ssn.snap.job_phase[job as usize] = JobPhase::Inqueue;
             true
         }

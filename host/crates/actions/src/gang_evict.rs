@@ -61,7 +61,7 @@ fn execute(ssn: &mut Session, kind: EvictionKind) {
     let args = Args::of(ssn, kind);
     let (mut queues, mut starving) = super::preemptors_by_queue(ssn, super::starving);
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
-        if kind == EvictionKind::GangReclaim && ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
+        if kind == EvictionKind::GangReclaim && ssn.ask().any_true(Call::Overused(q)) {
             continue;
         }
         let mut jobs = starving.remove(&q).unwrap_or_default();
@@ -87,7 +87,7 @@ fn evict_for(ssn: &mut Session, stmt: &mut Statement, kind: EvictionKind, args: 
         return None;
     }
     let queue = ssn.job_queue(job);
-    if kind == EvictionKind::GangReclaim && !ssn.policies.all_true(&ssn.events, Call::Preemptive(queue, pending[0])) {
+    if kind == EvictionKind::GangReclaim && !ssn.ask().all_true(Call::Preemptive(queue, pending[0])) {
         return None;
     }
     let mut need = vec![0.0; ssn.d];
@@ -199,7 +199,7 @@ fn bundles(
     order(ssn, kind, queue, &mut out);
     let candidates: Vec<u32> = out.iter().flat_map(|b| b.tasks.iter().copied()).collect();
     let call = Call::Evictable(kind, job, domain, &candidates);
-    let Some((allowed, _)) = ssn.policies.victims(&ssn.events, call, &candidates) else { return Vec::new() };
+    let Some((allowed, _)) = ssn.ask().victims(call, &candidates) else { return Vec::new() };
     let allowed: std::collections::HashSet<u32> = allowed.into_iter().collect();
     out.retain_mut(|b| {
         if b.safe {
@@ -352,7 +352,7 @@ fn order(ssn: &mut Session, kind: EvictionKind, queue: u32, bundles: &mut [Bundl
             let mut queues: Vec<u32> = jobs.iter().map(|&j| ssn.job_queue(j)).collect();
             queues.sort_unstable();
             queues.dedup();
-            let keys = ssn.policies.order_keys(&ssn.events, Call::VictimQueueOrder(&queues, queue), queues.len());
+            let keys = ssn.ask().order_keys(Call::VictimQueueOrder(&queues, queue), queues.len());
             let mut idx: Vec<usize> = (0..queues.len()).collect();
             idx.sort_by(|&a, &b| {
                 keys.iter()

@@ -116,7 +116,7 @@ pub fn sort(ssn: &mut Session, kind: Kind, ids: &mut [u32]) {
     if ids.len() < 2 {
         return;
     }
-    let rows = ssn.policies.order_keys(&ssn.events, order_call(kind, ids), ids.len());
+    let rows = ssn.ask().order_keys(order_call(kind, ids), ids.len());
     let mut idx: Vec<usize> = (0..ids.len()).collect();
     idx.sort_by(|&x, &y| {
         rows.iter()
@@ -210,7 +210,7 @@ impl Keyed {
         if ids.is_empty() {
             return;
         }
-        let rows = ssn.policies.order_keys(&ssn.events, order_call(kind, ids), ids.len());
+        let rows = ssn.ask().order_keys(order_call(kind, ids), ids.len());
         for (i, &id) in ids.iter().enumerate() {
             let keys = rows.iter().map(|r| r[i]).collect();
             self.heap.push(Reverse(Entry { keys, rank: self.rank[id as usize], id }));
@@ -287,7 +287,7 @@ pub fn feasible_or_parked(
             batch.push((node, None));
             room.push(node);
         }
-        let mut verdicts = if room.is_empty() { Vec::new() } else { ssn.policies.predicate(&ssn.events, task, &room) };
+        let mut verdicts = if room.is_empty() { Vec::new() } else { ssn.ask().predicate(task, &room) };
         asked += room.len();
         passed += verdicts.iter().filter(|v| v.is_none()).count();
         verdicts.reverse();
@@ -362,8 +362,8 @@ pub fn best_node(ssn: &mut Session, task: u32, nodes: &[u32]) -> Option<u32> {
 
 /// The node-order scores of `nodes` for `task`, summed over plugins.
 fn scores(ssn: &mut Session, task: u32, nodes: &[u32]) -> Vec<f64> {
-    if ssn.policies.any(P::NodeOrder) {
-        ssn.policies.node_scores(&ssn.events, task, nodes)
+    if ssn.answered(P::NodeOrder) {
+        ssn.ask().node_scores(task, nodes)
     } else {
         vec![0.0; nodes.len()]
     }
@@ -410,7 +410,7 @@ pub fn preemptors_by_queue(
 
 /// Whether the job is starving (the first tier that answers decides).
 pub fn starving(ssn: &mut Session, j: u32) -> bool {
-    ssn.policies.job_starving(&ssn.events, j)
+    ssn.ask().job_starving(j)
 }
 
 /// The pending tasks of `j` (best-effort ones too), by id.
@@ -430,7 +430,7 @@ pub fn has_pending(ssn: &Session, j: u32) -> bool {
 /// Allocatable for task `t` of `queue`; when not, the task's fit error
 /// says so (naming a plugin down after a fault).
 pub fn queue_admits(ssn: &mut Session, queue: u32, t: u32) -> bool {
-    if ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, t)) {
+    if ssn.ask().all_true(Call::Allocatable(queue, t)) {
         return true;
     }
     let why = format!("queue {} has no quota left for it (allocatable)", ssn.names.queues[queue as usize]);
@@ -441,7 +441,7 @@ pub fn queue_admits(ssn: &mut Session, queue: u32, t: u32) -> bool {
 
 /// JobValid across plugins; records the reason when invalid.
 pub fn job_valid(ssn: &mut Session, job: u32) -> bool {
-    match ssn.policies.job_valid(&ssn.events, job) {
+    match ssn.ask().job_valid(job) {
         None => true,
         Some((plugin, reason)) => {
             ssn.note_job(job, format!("{reason} ({plugin})"));
@@ -453,7 +453,7 @@ pub fn job_valid(ssn: &mut Session, job: u32) -> bool {
 /// `why` a gate refused, unless a plugin down after a fault shut it: then
 /// that, naming the plugin.
 pub fn gate_reason(ssn: &Session, point: tephra_contract::ExtensionPoint, why: String) -> String {
-    match ssn.policies.closed_at(point) {
+    match ssn.gate_shut_by(point) {
         Some(p) => format!("{} ({p}, {})", tephra_dispatch::policy::CLOSED, tephra_dispatch::policy::point_name(point)),
         None => why,
     }
@@ -461,12 +461,12 @@ pub fn gate_reason(ssn: &Session, point: tephra_contract::ExtensionPoint, why: S
 
 /// JobReady: AND over plugins.
 pub fn job_ready(ssn: &mut Session, job: u32) -> bool {
-    ssn.policies.all_true(&ssn.events, Call::JobReady(job))
+    ssn.ask().all_true(Call::JobReady(job))
 }
 
 /// JobPipelined: tier vote.
 pub fn job_pipelined(ssn: &mut Session, job: u32) -> bool {
-    ssn.policies.vote(&ssn.events, Call::JobPipelined(job))
+    ssn.ask().vote(Call::JobPipelined(job))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub fn execute(ssn: &mut Session) {
             let mut stmt = Statement::new();
             let list = tasks.entry(job).or_default();
             let mut list = std::mem::take(list);
-            while ssn.policies.job_starving(&ssn.events, job) && !list.is_empty() {
+            while ssn.ask().job_starving(job) && !list.is_empty() {
                 let p = list.remove(0);
                 let filter = |ssn: &Session, v: u32| {
                     let vj = ssn.task_job(v);
@@ -73,7 +73,7 @@ fn ineligible(ssn: &mut Session, p: u32) -> bool {
     if n == NONE {
         return false;
     }
-    let verdict = ssn.policies.predicate(&ssn.events, p, &[n]).remove(0);
+    let verdict = ssn.ask().predicate(p, &[n]).remove(0);
     match verdict {
         Some(r) if r.unresolvable => false,
         None if ssn.short(ssn.req(p), n, true).is_none() => true,
@@ -102,8 +102,7 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: u32, filter: &dyn Fn(&Ses
         let preemptees = victim_order(ssn, p, &preemptees);
         // No tier deciding means no victims, not "skip the node": the room
         // check below may still pass on idle capacity alone (as in Volcano).
-        let (victims, voters) =
-            ssn.policies.victims(&ssn.events, Call::Preemptable(p, &preemptees), &preemptees).unwrap_or_default();
+        let (victims, voters) = ssn.ask().victims(Call::Preemptable(p, &preemptees), &preemptees).unwrap_or_default();
         let reason = format!(
             "preempt: for {} on {} (victims voted by {})",
             ssn.names.tasks[p as usize],
@@ -111,9 +110,9 @@ fn preempt(ssn: &mut Session, stmt: &mut Statement, p: u32, filter: &dyn Fn(&Ses
             voters.join(", ")
         );
         let fits = |ssn: &mut Session| {
-            ssn.policies.all_true(&ssn.events, Call::Allocatable(queue, p))
+            ssn.ask().all_true(Call::Allocatable(queue, p))
                 && ssn.short(&req, node, true).is_none()
-                && ssn.policies.predicate(&ssn.events, p, &[node])[0].is_none()
+                && ssn.ask().predicate(p, &[node])[0].is_none()
         };
         if evict_until_fits(ssn, stmt, p, node, victims, &reason, &fits) {
             return true;

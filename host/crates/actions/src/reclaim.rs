@@ -21,7 +21,7 @@ use tephra_session::session::Session;
 use tephra_session::statement::Statement;
 
 pub fn execute(ssn: &mut Session) {
-    let share = ssn.policies.any(P::Preemptive);
+    let share = ssn.answered(P::Preemptive);
     // Starving jobs; with a share plugin also running jobs with more to place.
     let serves = |ssn: &mut Session, j| super::starving(ssn, j) || (share && job_pipelined(ssn, j));
     let (mut queues, mut preemptors) = super::preemptors_by_queue(ssn, serves);
@@ -32,16 +32,16 @@ pub fn execute(ssn: &mut Session) {
         tasks.insert(j, pending);
     }
     while let Some(q) = pop_first(ssn, Kind::Queue, &mut queues) {
-        if ssn.policies.any_true(&ssn.events, Call::Overused(q)) {
+        if ssn.ask().any_true(Call::Overused(q)) {
             continue;
         }
         let mut jobs = preemptors.remove(&q).unwrap_or_default();
         let Some(job) = pop_first(ssn, Kind::Job, &mut jobs) else { continue };
         let mut stmt = Statement::new();
         let mut list = tasks.remove(&job).unwrap_or_default();
-        while !list.is_empty() && (share || ssn.policies.job_starving(&ssn.events, job)) {
+        while !list.is_empty() && (share || ssn.ask().job_starving(job)) {
             let t = list.remove(0);
-            if ssn.extra.task_preempt_never[t as usize] || !ssn.policies.all_true(&ssn.events, Call::Preemptive(q, t)) {
+            if ssn.extra.task_preempt_never[t as usize] || !ssn.ask().all_true(Call::Preemptive(q, t)) {
                 continue;
             }
             reclaim_for(ssn, &mut stmt, t);
@@ -75,8 +75,7 @@ fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {
         }
         let reclaimees = victim_order(ssn, t, &reclaimees);
         // No tier deciding means no victims; idle room alone may suffice.
-        let (victims, voters) =
-            ssn.policies.victims(&ssn.events, Call::Reclaimable(t, &reclaimees), &reclaimees).unwrap_or_default();
+        let (victims, voters) = ssn.ask().victims(Call::Reclaimable(t, &reclaimees), &reclaimees).unwrap_or_default();
         let reason = format!(
             "reclaim: for {} (queue {}) on {} (victims voted by {})",
             ssn.names.tasks[t as usize],
@@ -86,9 +85,8 @@ fn reclaim_for(ssn: &mut Session, stmt: &mut Statement, t: u32) {
         );
         // The predicates again once victims go: a rule about pods (affinity
         // to a victim, spread) may turn on the evictions themselves.
-        let fits = |ssn: &mut Session| {
-            ssn.short(&req, node, true).is_none() && ssn.policies.predicate(&ssn.events, t, &[node])[0].is_none()
-        };
+        let fits =
+            |ssn: &mut Session| ssn.short(&req, node, true).is_none() && ssn.ask().predicate(t, &[node])[0].is_none();
         if evict_until_fits(ssn, stmt, t, node, victims, &reason, &fits) {
             return;
         }

@@ -20,7 +20,7 @@ const RELOCK_MS: i64 = 5_000;
 /// wait with pending tasks.
 pub fn elect(ssn: &mut Session) {
     for j in ssn.snap.reservation_targets.clone() {
-        let keep = waiting(ssn, j) && ssn.policies.target_job(&ssn.events, &[j]) == Some(j);
+        let keep = waiting(ssn, j) && ssn.ask().target_job(&[j]) == Some(j);
         if !keep {
             ssn.release_target(j);
         }
@@ -59,7 +59,7 @@ fn elect_one(ssn: &mut Session, except: &[u32]) -> Option<u32> {
     if candidates.is_empty() {
         return None;
     }
-    let j = ssn.policies.target_job(&ssn.events, &candidates)?;
+    let j = ssn.ask().target_job(&candidates)?;
     ssn.snap.reservation_targets.push(j);
     Some(j)
 }
@@ -100,7 +100,7 @@ pub fn reserve(ssn: &mut Session) {
 /// reason noted, and `false` returned.
 fn lock_for_target(ssn: &mut Session, j: u32) -> bool {
     let candidates = job_candidates(ssn, j);
-    match ssn.policies.reserved_nodes(&ssn.events, LockOwner::Job(j), &candidates) {
+    match ssn.ask().reserved_nodes(LockOwner::Job(j), &candidates) {
         Some(Ok(nodes)) => {
             ssn.lock_for_job(j, &nodes);
             true
@@ -167,7 +167,7 @@ fn evict_overdue(ssn: &mut Session) {
     if candidates.is_empty() {
         return;
     }
-    let victims = ssn.policies.victim_tasks(&ssn.events, &candidates);
+    let victims = ssn.ask().victim_tasks(&candidates);
     let mut stmt = Statement::new();
     for v in victims {
         let holder = ssn.snap.node_locked_job[ssn.snap.task_node[v as usize] as usize];
@@ -212,7 +212,7 @@ fn relock_queues(ssn: &mut Session) {
                 !ssn.snap.node_unschedulable[n as usize] && lj == NONE && (lq == NONE || lq == q)
             })
             .collect();
-        let refused = match ssn.policies.reserved_nodes(&ssn.events, LockOwner::Queue(q), &candidates) {
+        let refused = match ssn.ask().reserved_nodes(LockOwner::Queue(q), &candidates) {
             Some(Ok(nodes)) => {
                 ssn.lock_for_queue(q, &nodes);
                 None
@@ -284,7 +284,7 @@ fn evict_for_guaranteed(ssn: &mut Session) {
         }
         let ordered = victim_order(ssn, claimant, &candidates);
         let call = Call::Reclaimable(claimant, &ordered);
-        let Some((victims, voters)) = ssn.policies.victims(&ssn.events, call, &ordered) else { continue };
+        let Some((victims, voters)) = ssn.ask().victims(call, &ordered) else { continue };
         let why = format!(
             "reserve: node reserved for queue {} (Guaranteed; victims voted by {})",
             ssn.names.queues[lq as usize],

@@ -10,7 +10,7 @@ pub fn execute(ssn: &mut Session) {
     if running.is_empty() {
         return;
     }
-    let victims = ssn.policies.victim_tasks(&ssn.events, &running);
+    let victims = ssn.ask().victim_tasks(&running);
     let mut stmt = Statement::new();
     for v in victims {
         stmt.evict(ssn, v, "shuffle: selected by a victim-tasks policy");

@@ -277,7 +277,7 @@ fn feasible_in(ssn: &mut Session, task: u32, nodes: &[u32]) -> Vec<u32> {
     if room.is_empty() {
         return room;
     }
-    let verdicts = ssn.policies.predicate(&ssn.events, task, &room);
+    let verdicts = ssn.ask().predicate(task, &room);
     room.into_iter().zip(verdicts).filter(|(_, v)| v.is_none()).map(|(n, _)| n).collect()
 }
 
@@ -469,10 +469,10 @@ fn room_for(ssn: &Session, nodes: &[u32], need: &[f64]) -> bool {
 /// `gradient` in the order the `hypernode-order` scores give (higher
 /// first; ties in name order).
 fn ordered(ssn: &mut Session, job: u32, group: u32, mut gradient: Vec<u32>) -> Vec<u32> {
-    if gradient.len() < 2 || !ssn.policies.any(P::HypernodeOrder) {
+    if gradient.len() < 2 || !ssn.answered(P::HypernodeOrder) {
         return gradient;
     }
-    let scores = ssn.policies.hypernode_scores(&ssn.events, job, group, &gradient);
+    let scores = ssn.ask().hypernode_scores(job, group, &gradient);
     let mut keyed: Vec<(f64, u32)> = scores.into_iter().zip(gradient.iter().copied()).collect();
     keyed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     gradient = keyed.into_iter().map(|(_, h)| h).collect();

@@ -15,14 +15,14 @@ use tephra_session::statement::Statement;
 /// (UnschedulableAndUnresolvable).
 pub fn candidate_nodes(ssn: &mut Session, task: u32) -> Vec<u32> {
     let all: Vec<u32> = (0..ssn.nodes() as u32).filter(|&n| !ssn.lock_blocks(task, n)).collect();
-    let verdicts = ssn.policies.predicate(&ssn.events, task, &all);
+    let verdicts = ssn.ask().predicate(task, &all);
     all.into_iter().zip(verdicts).filter(|(_, v)| v.as_ref().is_none_or(|r| !r.unresolvable)).map(|(n, _)| n).collect()
 }
 
 /// Candidate nodes, highest summed node-order score first (ties by node order).
 pub fn nodes_by_score(ssn: &mut Session, task: u32) -> Vec<u32> {
     let nodes = candidate_nodes(ssn, task);
-    let scores = ssn.policies.node_scores(&ssn.events, task, &nodes);
+    let scores = ssn.ask().node_scores(task, &nodes);
     let mut idx: Vec<usize> = (0..nodes.len()).collect();
     idx.sort_by(|&a, &b| scores[b].partial_cmp(&scores[a]).unwrap_or(Ordering::Equal));
     idx.into_iter().map(|i| nodes[i]).collect()
@@ -100,16 +100,16 @@ pub fn victim_order(ssn: &mut Session, preemptor: u32, victims: &[u32]) -> Vec<u
         return victims.to_vec();
     }
     let pq = if preemptor == NONE { NONE } else { ssn.job_queue(ssn.task_job(preemptor)) };
-    let task_rows = ssn.policies.order_keys(&ssn.events, Call::TaskOrder(victims), victims.len());
+    let task_rows = ssn.ask().order_keys(Call::TaskOrder(victims), victims.len());
     let mut jobs: Vec<u32> = victims.iter().map(|&v| ssn.task_job(v)).collect();
     jobs.sort_unstable();
     jobs.dedup();
-    let job_rows = ssn.policies.order_keys(&ssn.events, Call::JobOrder(&jobs), jobs.len());
+    let job_rows = ssn.ask().order_keys(Call::JobOrder(&jobs), jobs.len());
     let mut queues: Vec<u32> = jobs.iter().map(|&j| ssn.job_queue(j)).collect();
     queues.sort_unstable();
     queues.dedup();
-    let vq_rows = ssn.policies.order_keys(&ssn.events, Call::VictimQueueOrder(&queues, pq), queues.len());
-    let q_rows = ssn.policies.order_keys(&ssn.events, Call::QueueOrder(&queues), queues.len());
+    let vq_rows = ssn.ask().order_keys(Call::VictimQueueOrder(&queues, pq), queues.len());
+    let q_rows = ssn.ask().order_keys(Call::QueueOrder(&queues), queues.len());
     let ji = |j: u32| jobs.binary_search(&j).unwrap();
     let qi = |q: u32| queues.binary_search(&q).unwrap();
     // Reverse task order: the task that would be scheduled last goes first.

@@ -951,10 +951,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::runtime::watcher::Event;
     use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus, ResourceRequirements};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::runtime::watcher::Event;
     use std::collections::BTreeMap;
     use tephra_model::tracked::Changes;
 

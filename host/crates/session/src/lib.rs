@@ -4,10 +4,12 @@
 //! decisions together, [`reservation`] locks, and the
 //! [`session::Outcome`] a closed session hands back.
 
+mod ask;
 mod locks;
 pub mod reservation;
 pub mod session;
 pub mod statement;
 pub mod window;
 
+pub use ask::Ask;
 pub use session::{Decision, FitErrors, Outcome, Session};

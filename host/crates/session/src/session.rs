@@ -2,6 +2,7 @@
 //! [`Snapshot`] every plugin receives), the derived job counters, the event
 //! log that keeps plugins in step, and the decisions taken.
 
+use crate::ask::Ask;
 use crate::locks::{Locks, QueueReservation, Reservations, WindowStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
@@ -93,6 +94,22 @@ pub struct Session {
 static SESSION_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Session {
+    /// The policies, to ask them a question with the events they have not
+    /// seen (the one way actions ask the plugins).
+    pub fn ask(&mut self) -> Ask<'_> {
+        Ask::new(&mut self.policies, &self.events)
+    }
+
+    /// Whether any plugin answers `point` (with its switch on).
+    pub fn answered(&self, point: tephra_contract::ExtensionPoint) -> bool {
+        self.policies.any(point)
+    }
+
+    /// The plugin that is down and keeps `point`'s gate shut, if one does.
+    pub fn gate_shut_by(&self, point: tephra_contract::ExtensionPoint) -> Option<&str> {
+        self.policies.closed_at(point)
+    }
+
     /// Snapshots `cluster` and opens the session in every plugin.
     pub fn open(cluster: &Cluster, policies: Policies, overrides: &StatusOverrides, now_ms: i64, seed: u64) -> Session {
         Self::open_with(cluster, policies, overrides, now_ms, seed, &Reservations::default())
