@@ -45,10 +45,7 @@ for runner in $ORDER; do
 done
 tests/k8s/env.sh install 2>/dev/null
 BIN="$(tests/k8s/env.sh bindir)"
-for tool in runwatch rawbind; do
-    (cd tests/k8s/apiserver && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath \
-        -o "$BIN/$tool" "./cmd/$tool") || die "building tests/k8s/apiserver/cmd/$tool failed"
-done
+tests/k8s/env.sh tool runwatch rawbind
 
 WORK="$(mktemp -d /tmp/tephra-bench-cluster.XXXXXX)"
 SPID=""

@@ -75,12 +75,8 @@ done
 tests/k8s/env.sh install 2>/dev/null
 BIN="$(tests/k8s/env.sh bindir)"
 KUBECTL="$BIN/kubectl"
-# The clock (cmd/bindwatch) and the raw-binding client (cmd/rawbind); the go
-# build cache env.sh install filled makes these link steps.
-for tool in bindwatch rawbind; do
-    (cd tests/k8s/apiserver && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath \
-        -o "$BIN/$tool" "./cmd/$tool") || die "building tests/k8s/apiserver/cmd/$tool failed"
-done
+# The clock (cmd/bindwatch) and the raw-binding client (cmd/rawbind).
+tests/k8s/env.sh tool bindwatch rawbind
 
 WORK="$(mktemp -d /tmp/tephra-bench.XXXXXX)"
 SPID=""

@@ -12,6 +12,8 @@
 #                       started)
 #   env.sh restart-apiserver DIR
 #                       stops kube-apiserver and starts it with the same flags
+#   env.sh tool NAME... builds the benchmarks' Go helpers (apiserver/cmd/NAME:
+#                       bindwatch, rawbind, runwatch, churn) into bindir
 #   env.sh bindir       prints the directory holding kube-apiserver, kubectl,
 #                       kube-scheduler, helm and registry
 #
@@ -264,6 +266,22 @@ cmd_install() {
     log "helm: $("$HELM" version --short)"
     log "kube-controller-manager: $("$CONTROLLERS" --version)"
     log "kwok: $("$KWOK" --version 2>/dev/null | head -1)"
+}
+
+# The benchmarks' helpers, from the module the Kubernetes binaries come from:
+# with the build cache install filled, each is a link step.
+cmd_tool() {
+    [[ $# -gt 0 ]] || die "usage: env.sh tool NAME... (bindwatch, rawbind, runwatch, churn)"
+    local name
+    mkdir -p "$BIN"
+    for name in "$@"; do
+        case "$name" in
+            bindwatch | rawbind | runwatch | churn) ;;
+            *) die "no helper '$name' (bindwatch, rawbind, runwatch, churn)" ;;
+        esac
+        (cd "$MODDIR" && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath \
+            -o "$BIN/$name" "./cmd/$name") >&2 || die "building $MODDIR/cmd/$name failed"
+    done
 }
 
 # --- start / stop -----------------------------------------------------------
@@ -719,6 +737,7 @@ case "${1:-}" in
     restart-apiserver) shift; cmd_restart kube-apiserver "$@" ;;
     restart) shift; cmd_restart "$@" ;;
     nodes) shift; cmd_nodes "$@" ;;
+    tool) shift; cmd_tool "$@" ;;
     bindir) echo "$BIN" ;;
     *) die "usage: env.sh install | start DIR | nodes DIR N | stop DIR | restart-apiserver DIR | restart etcd|kube-apiserver|kube-controller-manager|kwok DIR [DOWN_SECONDS] | bindir" ;;
 esac

@@ -24,10 +24,7 @@ FIXTURES="${CARGO_TARGET_DIR:-target}/plugins/wasm32-wasip2/plugin"
 [[ -f "$FIXTURES/plugin_prefer_first.wasm" ]] || { echo "soak.sh: build the fixtures first (cargo build -p tephra)" >&2; exit 2; }
 tests/k8s/env.sh install 2>/dev/null
 BIN="$(tests/k8s/env.sh bindir)"
-for tool in runwatch churn; do
-    (cd tests/k8s/apiserver && CGO_ENABLED=0 go build -mod=readonly -buildvcs=false -trimpath \
-        -o "$BIN/$tool" "./cmd/$tool")
-done
+tests/k8s/env.sh tool runwatch churn
 DIR="$(mktemp -d /tmp/tephra-soak.XXXXXX)"
 TPID=""
 cleanup() {

@@ -3,8 +3,9 @@
 //!
 //! One kube-rs watcher per kind sends its events into one channel
 //! ([`Watches`]); the kinds are one table (`WATCHED`), each entry saying how
-//! its kind is watched, read and applied, and what a relist removes; between cycles the driver drains it into the [`Store`],
-//! which changes the cluster in place: a pod that was bound, started,
+//! its kind is watched, read and applied, and what a relist removes.
+//! Between cycles the driver drains the channel into the [`Store`], which
+//! changes the cluster in place: a pod that was bound, started,
 //! finished or is being deleted changes through `status_mut`, so the next
 //! session starts from the last one as in the simulator; anything else
 //! (a new or deleted object, a changed spec) is a whole change. The store
@@ -305,7 +306,7 @@ pub struct Watches {
 }
 
 impl Watches {
-    /// Starts every watch of [`WATCHED`] (on the current runtime).
+    /// Starts every watch of `WATCHED` (on the current runtime).
     pub fn start(client: &Client, scheduler_name: &str) -> Watches {
         let (tx, rx) = mpsc::unbounded_channel();
         let feed = Feed { tx, denied: Denied::default() };

@@ -72,6 +72,7 @@ pub struct HostPort {
     pub ip: String,
 }
 
+/// A node as the scheduler sees it: what it offers, how it is labelled and tainted, what it holds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {
     pub name: String,

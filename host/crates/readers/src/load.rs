@@ -1,7 +1,6 @@
 //! Loading the files a command names: manifests, or workload traces ending in `.csv`.
 
 use crate::manifest::{parse, Timed};
-
 use anyhow::{bail, Result};
 
 /// Reads and parses files (manifests, or traces ending in `.csv`); a
