@@ -10,6 +10,7 @@ use tephra_dispatch::backend::Call;
 use tephra_session::session::{Session, NONE};
 use tephra_session::statement::Statement;
 
+/// Runs the action over the session.
 pub fn execute(ssn: &mut Session) {
     let enqueue_on = ssn.actions.iter().any(|a| a == "enqueue");
     let cache_errors =

@@ -5,6 +5,7 @@ use super::{best_node, feasible_nodes, job_ready, job_valid, sort, Kind};
 use tephra_contract::TaskStatus;
 use tephra_session::session::{Decision, Session};
 
+/// Runs the action over the session.
 pub fn execute(ssn: &mut Session) {
     for (j, t) in candidates(ssn) {
         if ssn.task_status(t) == TaskStatus::Pipelined {

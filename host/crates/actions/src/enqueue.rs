@@ -9,6 +9,7 @@ use tephra_contract::JobPhase;
 use tephra_dispatch::backend::Call;
 use tephra_session::session::Session;
 
+/// Runs the action over the session.
 pub fn execute(ssn: &mut Session) {
     let mut queues = Vec::new();
     let mut by_queue: BTreeMap<u32, Vec<u32>> = BTreeMap::new();

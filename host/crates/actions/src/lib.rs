@@ -1,6 +1,8 @@
 //! Actions run in the configured order over one session. Each is a function
 //! of the session; shared steps (ordering, predicates, node choice) live here.
 
+#![warn(missing_docs)]
+
 mod allocate;
 mod backfill;
 mod classes;
@@ -55,8 +57,11 @@ pub fn by_name(name: &str) -> Option<Action> {
 /// What kind of ids an ordering is over.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
+    /// Queues.
     Queue,
+    /// Jobs.
     Job,
+    /// Tasks.
     Task,
 }
 

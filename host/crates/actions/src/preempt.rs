@@ -11,6 +11,7 @@ use tephra_dispatch::backend::Call;
 use tephra_session::session::{Session, NONE};
 use tephra_session::statement::Statement;
 
+/// Runs the action over the session.
 pub fn execute(ssn: &mut Session) {
     // As in Volcano, a job with a network topology does not preempt task by
     // task: gangpreempt makes room for it within its domain.

@@ -20,6 +20,7 @@ use tephra_dispatch::backend::Call;
 use tephra_session::session::Session;
 use tephra_session::statement::Statement;
 
+/// Runs the action over the session.
 pub fn execute(ssn: &mut Session) {
     let share = ssn.answered(P::Preemptive);
     // Starving jobs; with a share plugin also running jobs with more to place.

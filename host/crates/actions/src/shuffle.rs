@@ -5,6 +5,7 @@ use tephra_contract::TaskStatus;
 use tephra_session::session::Session;
 use tephra_session::statement::Statement;
 
+/// Runs the action over the session.
 pub fn execute(ssn: &mut Session) {
     let running: Vec<u32> = (0..ssn.tasks() as u32).filter(|&t| ssn.task_status(t) == TaskStatus::Running).collect();
     if running.is_empty() {

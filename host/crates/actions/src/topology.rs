@@ -26,8 +26,11 @@ pub fn wants_domain(ssn: &Session, job: u32) -> bool {
 /// A placement the topology path made: kept (ready or pipelined), with
 /// the HyperNodes chosen as (subgroup or `NONE`: the job, HyperNode).
 pub struct Placed {
+    /// The placements, not yet committed.
     pub stmt: Statement,
+    /// The job is ready (its gang placed), not only pipelined.
     pub ready: bool,
+    /// The HyperNodes chosen: (subgroup or `NONE` for the job, HyperNode).
     pub domains: Vec<(u32, u32)>,
 }
 

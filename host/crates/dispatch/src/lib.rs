@@ -2,6 +2,8 @@
 //! how the answers of the configured plugins combine, tier by tier, by
 //! Volcano's rules ([`policy`]).
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod fuzzing;
 pub mod policy;

@@ -43,8 +43,11 @@ pub fn switch_for(point: P) -> Option<&'static str> {
 /// A plugin misbehaving during a session.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
+    /// The plugin's name.
     pub plugin: String,
+    /// The extension point (or `open-session`, `close-session`) it faulted in.
     pub point: String,
+    /// What went wrong, one line.
     pub message: String,
 }
 
@@ -52,14 +55,19 @@ pub struct Fault {
 #[derive(Clone, Debug, PartialEq)]
 /// Shared strings: one answer's reasons are reused for every node they cover.
 pub struct Reject {
+    /// The plugin that rejected the node (`tephra` for the host's own).
     pub plugin: Arc<str>,
+    /// Why, one line.
     pub message: Arc<str>,
+    /// No eviction would make the node fit (preemption skips it).
     pub unresolvable: bool,
 }
 
 /// One configured plugin.
 pub struct Slot {
+    /// Its entry in the config (name, switches, arguments).
     pub conf: PluginConf,
+    /// What answers for it (a Wasm instance, or a native build in benchmarks).
     pub backend: Box<dyn Backend>,
     /// The plugin's name, shared by its rejections.
     name: Arc<str>,
@@ -86,6 +94,7 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// A configured plugin answered by `backend`.
     pub fn new(conf: PluginConf, backend: Box<dyn Backend>) -> Self {
         let points = backend.info().points.to_vec();
         let name = conf.name.as_str().into();
@@ -138,9 +147,11 @@ enum Reply {
 
 /// The configured tiers of plugins.
 pub struct Policies {
+    /// The plugins, tier by tier, in config order.
     pub tiers: Vec<Vec<Slot>>,
     /// Config-file semantics: unset switches are on.
     pub unset_is_on: bool,
+    /// The faults of this session so far.
     pub faults: Vec<Fault>,
     /// How long the plugins' part of the last session open took.
     pub opened_in: std::time::Duration,
@@ -160,6 +171,7 @@ pub const CYCLE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10)
 /// Sessions in a row over budget before a plugin is quarantined, and how
 /// many sessions it then sits out before it is tried again.
 pub const STALLS_MAX: u32 = 3;
+/// See [`STALLS_MAX`].
 pub const QUARANTINE_SESSIONS: u32 = 10;
 
 /// Plugins with their place in the tiers.
@@ -178,6 +190,7 @@ pub use tephra_contract::point_name;
 pub const CLOSED: &str = "plugin is down after a fault and its fault policy is fail-closed";
 
 impl Policies {
+    /// The tiers of plugins; `unset_is_on`: a switch the config leaves unset is on.
     pub fn new(tiers: Vec<Vec<Slot>>, unset_is_on: bool) -> Self {
         Policies {
             tiers,

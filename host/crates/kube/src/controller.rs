@@ -25,16 +25,26 @@ const IN_FLIGHT: usize = 4;
 #[derive(Clone, Debug)]
 pub enum Write {
     /// A Queue Volcano's scheduler would create (`root`, `default`).
-    Queue { name: String, reclaimable: bool },
+    Queue {
+        /// Its name.
+        name: String,
+        /// `spec.reclaimable`.
+        reclaimable: bool,
+    },
     /// A plain pod's PodGroup (`group`, when the API does not have it yet)
     /// and the pod's annotation pointing at it.
     PlainPod {
+        /// The pod's namespace.
         namespace: String,
+        /// The pod's name.
         pod: String,
+        /// The pod's uid.
         pod_uid: String,
         /// The pod's controller (the PodGroup's owner), else the pod.
         owner: Option<OwnerReference>,
+        /// The PodGroup's name (`podgroup-<owner uid>`).
         group_name: String,
+        /// The PodGroup to create, when the API does not have it yet.
         group: Option<Box<PodGroup>>,
     },
 }

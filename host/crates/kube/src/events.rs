@@ -13,7 +13,9 @@ use std::sync::Mutex;
 /// `Normal` or `Warning`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// Something done.
     Normal,
+    /// Something a person should look at.
     Warning,
 }
 

@@ -42,6 +42,7 @@ pub const TARGET_ANNOTATION: &str = "tephra.io/reservation";
 pub struct Target {
     /// Its place in the election order.
     pub rank: usize,
+    /// The nodes locked for it.
     pub nodes: Vec<String>,
 }
 

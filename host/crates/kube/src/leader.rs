@@ -18,8 +18,11 @@ use std::time::{Duration, Instant};
 /// Lease timing (client-go's defaults).
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
+    /// How long a Lease holds without renewal (`leaseDuration`).
     pub duration: Duration,
+    /// How long the leader keeps trying to renew before it steps down.
     pub renew_deadline: Duration,
+    /// How often a candidate tries (`retryPeriod`).
     pub retry: Duration,
 }
 
@@ -89,6 +92,7 @@ fn now() -> MicroTime {
 }
 
 impl Elector {
+    /// A candidate for the Lease `namespace/name`, as `identity`.
     pub fn new(client: Client, namespace: &str, name: &str, identity: &str, timing: Timing) -> Self {
         Elector {
             api: Api::namespaced(client, namespace),
@@ -104,6 +108,7 @@ impl Elector {
         }
     }
 
+    /// A handle that says whether this replica leads.
     pub fn leadership(&self) -> Leadership {
         self.state.clone()
     }
@@ -242,6 +247,7 @@ pub struct Presence {
 }
 
 impl Presence {
+    /// This replica announcing itself on the Lease `namespace/name`, as `identity`.
     pub fn new(client: Client, namespace: &str, name: &str, identity: &str, timing: Timing) -> Self {
         Presence {
             api: Api::namespaced(client, namespace),

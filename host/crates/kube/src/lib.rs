@@ -8,6 +8,8 @@
 //! queues) goes out in the background ([`controller`]). A standby replica
 //! keeps its cluster current and does nothing else ([`leader`]).
 
+#![warn(missing_docs)]
+
 pub mod controller;
 pub mod decisions;
 pub mod events;
@@ -48,9 +50,11 @@ pub struct Options {
     /// Without leader election: the Lease (namespace, name) this replica
     /// announces itself on, to see another active one.
     pub presence: Option<(String, String)>,
+    /// The Lease's timing.
     pub lease: leader::Timing,
     /// This replica's name in the Lease (the pod name in a Deployment).
     pub identity: String,
+    /// How pods are evicted (the Eviction API, or delete).
     pub evict_mode: sink::EvictMode,
     /// API writes in flight at once: binds, evictions, Scheduled Events,
     /// PodGroup and pod statuses (0 counts as 1).
@@ -98,6 +102,7 @@ pub struct Retrying {
 }
 
 impl Retrying {
+    /// How long a watch may keep failing before it is warned about.
     pub const PATIENCE: Duration = Duration::from_secs(30);
 
     /// A failure of watch `what`.
@@ -325,6 +330,7 @@ impl Kube {
         }
     }
 
+    /// Asks the API server about admin callers, with this driver's client.
     pub fn reviewer(&self) -> review::Reviewer {
         review::Reviewer::new(self.client.clone())
     }

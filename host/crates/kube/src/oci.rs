@@ -22,6 +22,7 @@ pub const LAYER_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Registry credentials: none, or a user and password (from a pull Secret).
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
+    /// Basic auth: user and password.
     pub basic: Option<(String, String)>,
 }
 

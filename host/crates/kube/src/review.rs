@@ -41,6 +41,7 @@ pub struct Reviewer {
 }
 
 impl Reviewer {
+    /// Reviews through `client`.
     pub fn new(client: Client) -> Self {
         Reviewer { client }
     }

@@ -21,12 +21,14 @@ use tephra_scheduler::rollout::{Change, Rolled, Rollout};
 use tephra_scheduler::Cycle;
 use tokio::sync::mpsc;
 
+/// The API group and version of the `Plugin` kind.
 pub const PLUGIN_API: &str = "tephra.io/v1alpha1";
 
 /// A failed pull is tried again after this, then twice as long each time, up to the max.
 const PULL_RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(10);
 const PULL_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// `tephra.io/v1alpha1` Plugin (cluster-scoped).
 pub fn plugin_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("tephra.io", "v1alpha1", "Plugin"), "plugins")
 }
@@ -199,6 +201,7 @@ fn rollout(name: &str, generation: i64, s: &Spec, change: Change) -> Rollout {
 }
 
 impl Rollouts {
+    /// Carries out the Plugin objects `store` holds, through `client`.
     pub fn new(client: Client, store: Store<DynamicObject>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Rollouts { client, store, objects: BTreeMap::new(), tx, rx, ready: Vec::new(), live: BTreeMap::new() }

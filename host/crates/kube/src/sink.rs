@@ -38,6 +38,7 @@ pub struct Applied {
     pub bound: Vec<(String, String)>,
     /// (pod key, error).
     pub bind_failures: Vec<(String, String)>,
+    /// Pod keys evicted.
     pub evicted: Vec<String>,
     /// (pod key, error).
     pub evict_failures: Vec<(String, String)>,
@@ -46,8 +47,11 @@ pub struct Applied {
 /// A pod as the API calls need it.
 #[derive(Clone, Debug)]
 pub struct PodRef {
+    /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
+    /// `metadata.uid` (a precondition: a pod made again is not touched).
     pub uid: String,
 }
 
@@ -64,6 +68,7 @@ impl PodRef {
 /// Writes decisions to the API server.
 pub struct Sink {
     client: Client,
+    /// How pods are evicted.
     pub mode: EvictMode,
     /// Binds (and evictions) in flight at once.
     pub concurrency: usize,
@@ -71,6 +76,7 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// Writes through `client`, `concurrency` writes in flight, as `scheduler_name`.
     pub fn new(client: Client, mode: EvictMode, concurrency: usize, scheduler_name: &str) -> Self {
         Sink { client, mode, concurrency: concurrency.max(1), scheduler_name: scheduler_name.into() }
     }

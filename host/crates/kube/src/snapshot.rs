@@ -16,6 +16,7 @@ use std::path::PathBuf;
 /// What to take.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The kubeconfig (none: as kube infers one).
     pub kubeconfig: Option<PathBuf>,
     /// Pods of this scheduler are tephra's; in the file they say `tephra`
     /// when the name is another (the simulator schedules `volcano` and `tephra`).

@@ -354,6 +354,7 @@ impl Drop for Watches {
 pub struct Invalid {
     /// `Kind namespace/name` or `Kind name`.
     pub object: String,
+    /// Its uid (the Event's object).
     pub uid: String,
     /// One line naming the object and the field.
     pub message: String,
@@ -362,6 +363,7 @@ pub struct Invalid {
 /// What the driver keeps of one of our pods (or another scheduler's).
 #[derive(Clone, Debug, Default)]
 pub struct PodMeta {
+    /// `metadata.uid`.
     pub uid: String,
     rv: String,
     /// `spec.schedulerName` is ours.
@@ -378,6 +380,7 @@ pub struct PodMeta {
 /// What the driver keeps of a PodGroup or Queue object.
 #[derive(Clone, Debug, Default)]
 pub struct ObjMeta {
+    /// `metadata.uid`.
     pub uid: String,
     rv: String,
     /// The object's `status`, which the driver's writes are compared with.

@@ -30,6 +30,7 @@ pub enum Step {
 pub struct Change {
     /// The watch's position in the table of watched kinds.
     pub watch: usize,
+    /// Where it stands in its watch's list.
     pub step: Step,
     /// The key (`namespace/name` or `name`) of the object a relist delivers.
     pub listed: Option<String>,
@@ -76,7 +77,9 @@ pub type Denied = Arc<Mutex<HashMap<&'static str, String>>>;
 /// What every watch feeds: the channel, and where refusals are noted.
 #[derive(Clone)]
 pub struct Feed {
+    /// The channel.
     pub tx: mpsc::UnboundedSender<Change>,
+    /// Per watch, why the API server refuses to list its kind.
     pub denied: Denied,
 }
 
@@ -85,8 +88,11 @@ pub struct Feed {
 /// so the other watches' sync does not wait for it).
 #[derive(Clone, Copy)]
 pub struct Spec {
+    /// Its number in the table of watched kinds.
     pub watch: usize,
+    /// Its name.
     pub name: &'static str,
+    /// Whether a cluster may lack its kind.
     pub optional: bool,
 }
 

@@ -10,24 +10,37 @@ pub use crate::node::{HostPort, MatchExpr, Node, PodTerm, Selector, Spread, Tain
 /// Queue lifecycle state (maintained by Volcano's queue controller).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum QueueState {
+    /// Jobs may be submitted and scheduled.
     #[default]
     Open,
+    /// No new job is admitted.
     Closed,
+    /// Closing: no new job, the running ones finish.
     Closing,
+    /// The controller could not tell.
     Unknown,
 }
 
+/// A Volcano Queue (`scheduling.volcano.sh/v1beta1`): who shares the cluster, and by what rules.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Queue {
+    /// Its name (queues are cluster-scoped).
     pub name: String,
+    /// `spec.weight`: its share under proportion.
     pub weight: f64,
+    /// `spec.priority`: queues of higher priority go first.
     pub priority: i32,
     /// `spec.parent`; `None` means `root` (or no hierarchy).
     pub parent: Option<String>,
+    /// `spec.reclaimable`: whether others may reclaim what it holds beyond its share.
     pub reclaimable: bool,
+    /// `status.state`.
     pub state: QueueState,
+    /// `spec.capability`: the most it may hold (empty: no limit).
     pub capability: ResourceList,
+    /// `spec.deserved`: its share under capacity.
     pub deserved: ResourceList,
+    /// `spec.guarantee.resource`: what is kept for it whatever others want.
     pub guarantee: ResourceList,
     /// `spec.guarantee.policy: Guaranteed` (default Best-Effort): a
     /// reservation evicts other queues' pods from the queue's locked nodes.
@@ -35,6 +48,7 @@ pub struct Queue {
     /// `spec.guarantee.percentage`: the share of the cluster to reserve, per
     /// listed dimension.
     pub reserve_percentage: BTreeMap<String, f64>,
+    /// `metadata.annotations`.
     pub annotations: BTreeMap<String, String>,
     /// Node-group affinity lists by kind ("required", "preferred",
     /// "anti-required", "anti-preferred").
@@ -46,15 +60,21 @@ pub struct Queue {
 /// PodGroup phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Phase {
+    /// Not admitted yet.
     #[default]
     Pending,
+    /// Admitted: its pods may be placed.
     Inqueue,
+    /// At least its minimum of pods runs.
     Running,
+    /// Some of its pods run, fewer than its minimum.
     Unknown,
+    /// Its pods finished.
     Completed,
 }
 
 impl Phase {
+    /// A `status.phase` (empty: Pending); `None` for another word.
     pub fn parse(s: &str) -> Option<Phase> {
         Some(match s {
             "" | "Pending" => Phase::Pending,
@@ -94,25 +114,38 @@ impl From<tephra_contract::JobPhase> for Phase {
 /// A PodGroup status condition (`Scheduled` or `Unschedulable`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Condition {
+    /// `type`.
     pub kind: String,
+    /// `reason`: one word.
     pub reason: String,
+    /// `message`: why, for a person.
     pub message: String,
 }
 
 /// A PodGroup: the unit of gang scheduling (a Volcano "job").
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PodGroup {
+    /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
+    /// `spec.queue` (default: `default`).
     pub queue: String,
+    /// `spec.minMember`: the gang's minimum of pods placed together.
     pub min_member: u32,
+    /// `spec.minTaskMember`: the minimum per role (task spec).
     pub min_task_member: BTreeMap<String, u32>,
+    /// `spec.minResources`: what admission asks the queue for.
     pub min_resources: Option<ResourceList>,
+    /// `spec.priorityClassName`.
     pub priority_class: Option<String>,
     /// An explicit job priority (scenario files); overrides the class.
     pub priority: Option<i32>,
+    /// `status.phase`.
     pub phase: Phase,
+    /// Creation time in ms (or the document's position when a file gives none).
     pub created: i64,
+    /// `metadata.annotations`.
     pub annotations: BTreeMap<String, String>,
     /// The latest scheduling condition written at session close.
     pub condition: Option<Condition>,
@@ -154,15 +187,21 @@ impl PodGroup {
 /// Pod phase as Kubernetes reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PodPhase {
+    /// Not running yet (waiting for a node, or starting on one).
     #[default]
     Pending,
+    /// Running on its node.
     Running,
+    /// Finished well.
     Succeeded,
+    /// Finished badly.
     Failed,
+    /// Its node does not say.
     Unknown,
 }
 
 impl PodPhase {
+    /// A `status.phase` (empty: Pending); `None` for another word.
     pub fn parse(s: &str) -> Option<PodPhase> {
         Some(match s {
             "" | "Pending" => PodPhase::Pending,
@@ -175,24 +214,41 @@ impl PodPhase {
     }
 }
 
+/// A pod: a task of its PodGroup, or another scheduler's pod taking room on its node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Pod {
+    /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
     /// PodGroup name (annotation `scheduling.k8s.io/group-name`).
     pub group: Option<String>,
+    /// `spec.schedulerName`: tephra places only its own pods.
     pub scheduler_name: String,
+    /// What it asks for: its containers' requests (limits where none), the
+    /// largest init container's, and the pod overhead.
     pub requests: ResourceList,
+    /// `spec.nodeName`: where it is bound.
     pub node: Option<String>,
+    /// `status.nominatedNodeName`: where preemption made room for it.
     pub nominated_node: Option<String>,
+    /// `status.phase`.
     pub phase: PodPhase,
+    /// `metadata.deletionTimestamp` is set: it is going away.
     pub deleting: bool,
+    /// `spec.priority`.
     pub priority: Option<i32>,
+    /// `spec.priorityClassName`.
     pub priority_class: Option<String>,
+    /// Whether preemption may evict it (`volcano.sh/preemptable`, default true).
     pub preemptable: bool,
+    /// `spec.preemptionPolicy: Never`: it waits rather than preempt.
     pub preempt_never: bool,
+    /// Its role in its job (`volcano.sh/task-spec`).
     pub task_spec: String,
+    /// `spec.nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
+    /// `spec.tolerations`.
     pub tolerations: Vec<Toleration>,
     /// Required node-affinity terms (ORed), each a list of ANDed expressions.
     pub affinity: Vec<Vec<MatchExpr>>,
@@ -200,7 +256,9 @@ pub struct Pod {
     pub preferred: Vec<(i32, Vec<MatchExpr>)>,
     /// Pod affinity and anti-affinity terms, required and preferred.
     pub pod_terms: Vec<PodTerm>,
+    /// `spec.topologySpreadConstraints`.
     pub spread: Vec<Spread>,
+    /// Host ports its containers bind.
     pub ports: Vec<HostPort>,
     /// The image of every container, init containers first, normalized as
     /// kube-scheduler does (`:latest` when neither tag nor digest).
@@ -208,8 +266,11 @@ pub struct Pod {
     /// PersistentVolumeClaims the pod mounts, by name in its namespace
     /// (an ephemeral volume's claim is `<pod>-<volume>`).
     pub claims: Vec<String>,
+    /// `metadata.annotations`.
     pub annotations: BTreeMap<String, String>,
+    /// `metadata.labels`.
     pub labels: BTreeMap<String, String>,
+    /// Creation time in ms (or the document's position when a file gives none).
     pub created: i64,
     /// When the pod started running (ms since the epoch).
     pub started: Option<i64>,
@@ -247,8 +308,11 @@ impl Pod {
 /// A PriorityClass.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PriorityClass {
+    /// `value`: the priority its pods get.
     pub value: i32,
+    /// `globalDefault`: pods naming no class get this one.
     pub global_default: bool,
+    /// `preemptionPolicy: Never`.
     pub preempt_never: bool,
 }
 
@@ -257,10 +321,15 @@ pub struct PriorityClass {
 /// the last one.
 #[derive(Clone, Debug, Default)]
 pub struct Cluster {
+    /// The nodes, sorted by name.
     pub nodes: Tracked<Node>,
+    /// The queues, in creation order.
     pub queues: Tracked<Queue>,
+    /// The PodGroups (jobs), in creation order.
     pub podgroups: Tracked<PodGroup>,
+    /// The pods (tasks, and other schedulers' pods), in creation order.
     pub pods: Tracked<Pod>,
+    /// PriorityClasses by name.
     pub priority_classes: BTreeMap<String, PriorityClass>,
     /// Namespace labels, for pod affinity's `namespaceSelector`.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
@@ -285,8 +354,11 @@ pub struct Cluster {
 /// make: `apps/v1` Deployment, ReplicaSet, StatefulSet; `batch/v1` Job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
+    /// Which controller makes its pods.
     pub kind: WorkloadKind,
+    /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
     /// Pods kept running (Deployment, ReplicaSet, StatefulSet).
     pub replicas: u32,
@@ -296,20 +368,27 @@ pub struct Workload {
     pub job: Option<JobSpec>,
     /// A CronJob's schedule (five-field cron, on the simulated clock, UTC).
     pub schedule: Option<String>,
+    /// Creation time in ms (or the document's position when a file gives none).
     pub created: i64,
 }
 
 /// Kinds of [`Workload`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkloadKind {
+    /// `apps/v1` Deployment.
     Deployment,
+    /// `apps/v1` ReplicaSet.
     ReplicaSet,
+    /// `apps/v1` StatefulSet.
     StatefulSet,
+    /// `batch/v1` Job.
     Job,
+    /// `batch/v1` CronJob.
     CronJob,
 }
 
 impl WorkloadKind {
+    /// The kind as the API writes it.
     pub fn name(self) -> &'static str {
         match self {
             WorkloadKind::Deployment => "Deployment",
@@ -325,9 +404,13 @@ impl WorkloadKind {
 /// `completionMode: Indexed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobSpec {
+    /// Pods running at once.
     pub parallelism: u32,
+    /// Pods that must succeed.
     pub completions: u32,
+    /// Failures before the Job fails.
     pub backoff_limit: u32,
+    /// Each completion has an index of its own.
     pub indexed: bool,
 }
 
@@ -350,6 +433,7 @@ impl Workload {
 /// A PersistentVolumeClaim: the volume it is bound to, if any.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Claim {
+    /// `spec.volumeName` once the claim is Bound.
     pub volume: Option<String>,
 }
 
@@ -357,16 +441,23 @@ pub struct Claim {
 /// node), and for a CSI volume its driver and handle.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Volume {
+    /// `spec.nodeAffinity.required.nodeSelectorTerms`.
     pub affinity: Vec<Vec<MatchExpr>>,
+    /// `spec.csi`: its driver and volume handle.
     pub csi: Option<(String, String)>,
 }
 
 /// The part of a pod that changes as it is scheduled and runs.
 pub struct PodStatus<'a> {
+    /// [`Pod::node`].
     pub node: &'a mut Option<String>,
+    /// [`Pod::nominated_node`].
     pub nominated_node: &'a mut Option<String>,
+    /// [`Pod::phase`].
     pub phase: &'a mut PodPhase,
+    /// [`Pod::deleting`].
     pub deleting: &'a mut bool,
+    /// [`Pod::started`].
     pub started: &'a mut Option<i64>,
 }
 
@@ -385,7 +476,9 @@ impl Status for Pod {
 
 /// The part of a PodGroup the scheduler and its controllers update.
 pub struct PodGroupStatus<'a> {
+    /// [`PodGroup::phase`].
     pub phase: &'a mut Phase,
+    /// [`PodGroup::condition`].
     pub condition: &'a mut Option<Condition>,
 }
 
@@ -397,6 +490,7 @@ impl Status for PodGroup {
 }
 
 impl Cluster {
+    /// The queue named `name`.
     pub fn queue(&self, name: &str) -> Option<&Queue> {
         self.queues.iter().find(|q| q.name == name)
     }
@@ -446,6 +540,7 @@ impl Cluster {
         out
     }
 
+    /// Per PodGroup (`namespace`, `name`), the positions of its pods in [`Cluster::pods`].
     pub fn pods_by_group(&self) -> std::collections::HashMap<(&str, &str), Vec<usize>> {
         let mut out: std::collections::HashMap<(&str, &str), Vec<usize>> = std::collections::HashMap::new();
         for (i, p) in self.pods.iter().enumerate() {

@@ -6,6 +6,8 @@
 //! reservations bring; [`timelimit`] the rules of jobs' time limits;
 //! [`resource`] and [`duration`] Kubernetes' units.
 
+#![warn(missing_docs)]
+
 pub mod cluster;
 pub mod duration;
 pub mod node;

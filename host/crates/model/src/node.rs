@@ -6,17 +6,24 @@ use std::collections::BTreeMap;
 /// A node taint.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Taint {
+    /// The taint's key.
     pub key: String,
+    /// Its value (may be empty).
     pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
     pub effect: String,
 }
 
 /// A pod toleration.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Toleration {
+    /// The key it tolerates (empty with `Exists`: every key).
     pub key: String,
+    /// `Equal` (the default when empty) or `Exists`.
     pub operator: String,
+    /// The value compared with `Equal`.
     pub value: String,
+    /// The effect it tolerates (empty: every effect).
     pub effect: String,
 }
 
@@ -24,8 +31,11 @@ pub struct Toleration {
 /// (`matchLabels` entries are `In` with one value).
 #[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct MatchExpr {
+    /// The label (or field) compared.
     pub key: String,
+    /// `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt` or `Lt`.
     pub operator: String,
+    /// The values `In`, `NotIn`, `Gt` and `Lt` compare with.
     pub values: Vec<String>,
     /// A node-affinity `matchFields` expression (key `metadata.name`).
     pub field: bool,
@@ -38,12 +48,15 @@ pub type Selector = Option<Vec<MatchExpr>>;
 /// A pod affinity or anti-affinity term.
 #[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct PodTerm {
+    /// An anti-affinity term (keep away from the pods it selects).
     pub anti: bool,
     /// 0: required; otherwise the preferred term's weight.
     pub weight: i32,
+    /// The node label whose values are the domains (`kubernetes.io/hostname`, a zone).
     pub topology_key: String,
     /// `labelSelector` with `matchLabelKeys`/`mismatchLabelKeys` merged in.
     pub selector: Selector,
+    /// `namespaces`: where the selected pods are (none: the pod's own).
     pub namespaces: Vec<String>,
     /// `namespaceSelector` (`Some(empty)`: every namespace).
     pub namespace_selector: Selector,
@@ -52,7 +65,9 @@ pub struct PodTerm {
 /// A topology spread constraint.
 #[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct Spread {
+    /// `maxSkew`: how far a domain's count may exceed the least one's.
     pub max_skew: u32,
+    /// The node label whose values are the domains.
     pub topology_key: String,
     /// `whenUnsatisfiable: DoNotSchedule`.
     pub hard: bool,
@@ -60,25 +75,36 @@ pub struct Spread {
     pub selector: Selector,
     /// 0: unset.
     pub min_domains: u32,
+    /// `nodeAffinityPolicy: Honor` (the default): only nodes the pod's node
+    /// affinity admits count.
     pub honor_affinity: bool,
+    /// `nodeTaintsPolicy: Honor`: only nodes whose taints it tolerates count.
     pub honor_taints: bool,
 }
 
 /// A container port bound on the node.
 #[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct HostPort {
+    /// `hostPort`.
     pub port: u32,
+    /// `protocol` (TCP when empty).
     pub protocol: String,
+    /// `hostIP` (empty: every address).
     pub ip: String,
 }
 
 /// A node as the scheduler sees it: what it offers, how it is labelled and tainted, what it holds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {
+    /// `metadata.name`.
     pub name: String,
+    /// `status.allocatable` (`status.capacity` when absent).
     pub allocatable: ResourceList,
+    /// `metadata.labels`.
     pub labels: BTreeMap<String, String>,
+    /// `spec.taints`.
     pub taints: Vec<Taint>,
+    /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
     /// `status.images`: each image's names and size in bytes.
     pub images: Vec<(Vec<String>, f64)>,

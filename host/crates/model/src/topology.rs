@@ -12,9 +12,13 @@ pub const CLUSTER: &str = "<cluster>";
 /// nodes or lower HyperNodes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HyperNode {
+    /// `metadata.name`.
     pub name: String,
+    /// `spec.tier`: 1 is the lowest (closest to the nodes).
     pub tier: u32,
+    /// `spec.tierName` (jobs may name the tier instead of its number).
     pub tier_name: String,
+    /// `spec.members`.
     pub members: Vec<Member>,
 }
 
@@ -30,7 +34,9 @@ pub enum Member {
 /// How a member picks nodes.
 #[derive(Clone, Debug)]
 pub enum NodeSelector {
+    /// `exactMatch`: one node by name.
     Exact(String),
+    /// `regexMatch`: nodes whose names match (unanchored).
     Regex(regex::Regex),
     /// `labelMatch`: requirements ANDed.
     Labels(Vec<MatchExpr>),
@@ -63,13 +69,16 @@ impl NodeSelector {
 pub struct NetworkTopology {
     /// `mode: soft` (the default, `hard`, is false).
     pub soft: bool,
+    /// `highestTierAllowed`: the highest tier its tasks may spread over.
     pub highest_tier: Option<u32>,
+    /// `highestTierName`: the same, by the tier's name.
     pub highest_tier_name: Option<String>,
 }
 
 /// Pod annotations Volcano's PodGroup controller reads for a plain pod's
-/// network topology.
+/// network topology: the mode (`hard` or `soft`) …
 pub const MODE_ANNOTATION: &str = "volcano.sh/network-topology-mode";
+/// … and the highest tier.
 pub const TIER_ANNOTATION: &str = "volcano.sh/network-topology-highest-tier";
 
 impl NetworkTopology {
@@ -89,6 +98,7 @@ impl NetworkTopology {
 /// A PodGroup's `subGroupPolicy` entry (a Volcano Job task's `partitionPolicy`).
 #[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct SubGroupPolicy {
+    /// The policy's name (a Volcano Job's task name).
     pub name: String,
     /// `subGroupSize`: tasks that must be placed together.
     pub size: u32,
@@ -98,6 +108,7 @@ pub struct SubGroupPolicy {
     pub selector: BTreeMap<String, String>,
     /// Pods with equal values for all these labels form one subgroup.
     pub match_label_keys: Vec<String>,
+    /// Each subgroup's own `networkTopology`.
     pub topology: Option<NetworkTopology>,
 }
 
@@ -192,8 +203,11 @@ pub fn refresh_discovered(
 /// every root; the others follow in name order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tree {
+    /// Per HyperNode, its name.
     pub names: Vec<String>,
+    /// Per HyperNode, its tier.
     pub tiers: Vec<u32>,
+    /// Per HyperNode, its parent (`u32::MAX` for the cluster's).
     pub parents: Vec<u32>,
     /// Per HyperNode, the HyperNodes whose parent it is.
     pub children: Vec<Vec<u32>>,

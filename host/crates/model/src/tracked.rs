@@ -89,9 +89,11 @@ impl<T> Tracked<T> {
 /// An item with a status part that changes often and a spec that seldom
 /// does; `Fields` exposes the status part only.
 pub trait Status {
+    /// Mutable references to the status fields.
     type Fields<'a>
     where
         Self: 'a;
+    /// The status fields, to change them.
     fn status_fields(&mut self) -> Self::Fields<'_>;
 }
 

@@ -13,7 +13,9 @@ pub const API_VERSION: &str = "tephra.io/v1alpha1";
 /// How a window repeats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Repeat {
+    /// Every day at the same time.
     Daily,
+    /// Every week at the same time.
     Weekly,
 }
 
@@ -30,11 +32,14 @@ impl Repeat {
 /// A `Reservation` object (tephra.io/v1alpha1).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdvanceReservation {
+    /// `metadata.name`.
     pub name: String,
     /// The first window's start (ms since the epoch); when floating, how far
     /// ahead of now the window stays.
     pub start_ms: i64,
+    /// How long each window lasts (ms).
     pub duration_ms: i64,
+    /// Whether the window comes back daily or weekly.
     pub repeat: Option<Repeat>,
     /// The window never comes: it stays `start_ms` ahead of now, so only
     /// jobs that end within that time start on its nodes.
@@ -43,8 +48,9 @@ pub struct AdvanceReservation {
     pub node_selector: BTreeMap<String, String>,
     /// … at most this many, by name.
     pub node_count: Option<usize>,
-    /// Who may use the nodes in the window.
+    /// Who may use the nodes in the window: these queues …
     pub queues: Vec<String>,
+    /// … and these namespaces.
     pub namespaces: Vec<String>,
     /// Nothing starts on the nodes in the window.
     pub maintenance: bool,
@@ -55,12 +61,14 @@ pub struct AdvanceReservation {
 pub enum State {
     /// Its (next) window has not opened.
     Pending,
+    /// A window is open.
     Active,
     /// Its only window has closed.
     Ended,
 }
 
 impl State {
+    /// The state as its status writes it.
     pub fn name(self) -> &'static str {
         match self {
             State::Pending => "Pending",

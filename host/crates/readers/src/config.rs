@@ -10,19 +10,30 @@ use yaml_serde::Value;
 /// (the actions crate maps each to its code with an exhaustive match).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActionKind {
+    /// `enqueue`: admits Pending jobs.
     Enqueue,
+    /// `elect`: chooses the big job nodes are reserved for.
     Elect,
+    /// `allocate`: places pending tasks, gang by gang.
     Allocate,
+    /// `backfill`: places best-effort tasks.
     Backfill,
+    /// `preempt`: a starving job evicts lower-priority work of its queue.
     Preempt,
+    /// `reclaim`: a queue under its share takes back from others.
     Reclaim,
+    /// `shuffle`: evicts what victim-task plugins select.
     Shuffle,
+    /// `reserve`: locks nodes for elected jobs and reserving queues.
     Reserve,
+    /// `gangpreempt`: preemption of whole gangs in one domain.
     GangPreempt,
+    /// `gangreclaim`: reclaim of whole gangs in one domain.
     GangReclaim,
 }
 
 impl ActionKind {
+    /// Every action, in the order they are listed.
     pub const ALL: [ActionKind; 10] = [
         ActionKind::Enqueue,
         ActionKind::Elect,
@@ -93,6 +104,7 @@ pub const SWITCHES: [&str; 25] = [
 /// One plugin entry of a tier.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PluginConf {
+    /// The plugin's name (a built-in, or a loaded component's).
     pub name: String,
     /// Arguments rendered as strings, in file order.
     pub arguments: Vec<(String, String)>,
@@ -107,6 +119,7 @@ pub struct PluginConf {
 }
 
 impl PluginConf {
+    /// An entry naming `name`, with no arguments and no switches set.
     pub fn new(name: &str) -> Self {
         PluginConf { name: name.into(), ..Default::default() }
     }
@@ -137,7 +150,9 @@ impl PluginConf {
 /// A parsed scheduler config.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SchedulerConfig {
+    /// `actions`, in order.
     pub actions: Vec<String>,
+    /// `tiers`: the plugins of each, in order.
     pub tiers: Vec<Vec<PluginConf>>,
     /// Per-action arguments (`configurations:`).
     pub action_args: BTreeMap<String, BTreeMap<String, String>>,

@@ -3,6 +3,8 @@
 //! scheduler config ([`config`]), with the checks a cluster's objects must
 //! pass together ([`validate`]).
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod files;
 mod load;

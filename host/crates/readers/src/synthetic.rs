@@ -8,13 +8,17 @@ use tephra_model::cluster::*;
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct Spec {
+    /// Nodes.
     pub nodes: usize,
     /// Pending pods to schedule.
     pub pending_pods: usize,
     /// Pods already running (bound, placed first-fit).
     pub running_pods: usize,
+    /// Queues.
     pub queues: usize,
+    /// Node groups the nodes are labelled into.
     pub node_groups: usize,
+    /// The random seed: equal specs make equal clusters.
     pub seed: u64,
 }
 

@@ -10,7 +10,9 @@ use tephra_model::resource::{display, ResourceList, EPSILON};
 /// What validation found: the first error stops everything.
 #[derive(Debug, Default)]
 pub struct Findings {
+    /// What makes the input unusable.
     pub errors: Vec<String>,
+    /// What is allowed but likely a mistake.
     pub warnings: Vec<String>,
 }
 

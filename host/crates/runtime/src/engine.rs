@@ -87,6 +87,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// An engine and linker whose every instance lives inside `sandbox`.
     pub fn new(sandbox: Sandbox) -> Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);

@@ -3,6 +3,8 @@
 //! ([`plugin`]), the plugin [`library`] with every version it replaced,
 //! [`staging`] of new versions, and the plugins-directory [`watch`].
 
+#![warn(missing_docs)]
+
 mod contracts;
 mod engine;
 pub mod library;

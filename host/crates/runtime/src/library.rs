@@ -20,6 +20,7 @@ pub enum Held {
 }
 
 impl Held {
+    /// The word the plugin table shows.
     pub fn name(self) -> &'static str {
         match self {
             Held::Previous => "previous",
@@ -33,6 +34,7 @@ impl Held {
 /// one once (by content hash).
 #[derive(Clone)]
 pub struct Library {
+    /// The engine every version is compiled with.
     pub runtime: Runtime,
     plugins: BTreeMap<String, WasmPlugin>,
     /// Versions per plugin that are not live, the most recently live last.
@@ -83,6 +85,7 @@ impl Library {
         Ok(name)
     }
 
+    /// Whether a plugin of this name is live.
     pub fn has(&self, name: &str) -> bool {
         self.plugins.contains_key(name)
     }

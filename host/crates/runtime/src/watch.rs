@@ -11,7 +11,9 @@ use std::time::Duration;
 
 /// A new version found by the [`Watcher`], compiled (or not).
 pub struct Staged {
+    /// The file it came from.
     pub origin: String,
+    /// The compiled version, or why it did not compile.
     pub plugin: Result<WasmPlugin>,
 }
 

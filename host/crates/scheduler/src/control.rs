@@ -22,6 +22,7 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// The verb a request names (`promote`, `rollback`, `forward`).
     pub fn parse(s: &str) -> Option<Verb> {
         Some(match s {
             "promote" => Verb::Promote,
@@ -35,7 +36,9 @@ impl Verb {
 /// A request to change plugin versions, by someone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Command {
+    /// What to do.
     pub verb: Verb,
+    /// To which plugin.
     pub plugin: String,
     /// Who asks (as the admin surface authenticated them).
     pub who: String,
@@ -57,19 +60,26 @@ pub type Reply = Sender<Result<String, Refusal>>;
 /// One row of the plugin table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PluginRow {
+    /// The plugin's name.
     pub name: String,
+    /// The version its `info` gives.
     pub version: String,
+    /// The component's content hash.
     pub hash: String,
+    /// Where it came from (built in, a file, a Plugin object).
     pub origin: String,
     /// `live`, `shadow`, `previous` (a rollback brings it back) or
     /// `rolled-back-from` (a roll-forward brings it back).
     pub state: &'static str,
+    /// Its faults since it was loaded.
     pub faults: u64,
+    /// Its last fault's message.
     pub last_error: Option<String>,
     /// On the live row: the latest act on the plugin (`rollback by admin
     /// alice at …`), and where a source declares otherwise, one line each.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided: Option<String>,
+    /// Where sources declare otherwise than what runs, one line each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<String>,
 }
@@ -77,9 +87,13 @@ pub struct PluginRow {
 /// A driver's own figure (a gauge or a counter) for the metrics.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figure {
+    /// The metric's name.
     pub name: &'static str,
+    /// Its help line.
     pub help: &'static str,
+    /// A counter (else a gauge).
     pub counter: bool,
+    /// Its value now.
     pub value: f64,
 }
 
@@ -88,9 +102,13 @@ pub struct Figure {
 pub struct Status {
     /// A cycle has completed.
     pub ready: bool,
+    /// The scheduler's counters.
     pub stats: Stats,
+    /// The plugin table.
     pub plugins: Vec<PluginRow>,
+    /// Each queue's figures.
     pub queues: Vec<QueueRow>,
+    /// The driver's own figures.
     pub figures: Vec<Figure>,
     /// Volcano's metrics, as the loop records them.
     pub metrics: Option<crate::metrics::Metrics>,

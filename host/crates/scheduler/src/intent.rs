@@ -29,6 +29,7 @@ pub enum Actor {
 }
 
 impl Actor {
+    /// Who, for a person (`admin alice`).
     pub fn describe(&self) -> String {
         match self {
             Actor::Admin(who) => format!("admin {who}"),
@@ -41,6 +42,7 @@ impl Actor {
 /// One act on a plugin's versions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Act {
+    /// The plugin acted on.
     pub plugin: String,
     /// `live`, `shadow`, `promote`, `rollback`, `forward` or `drop-shadow`.
     pub verb: String,
@@ -48,6 +50,7 @@ pub struct Act {
     pub version: String,
     /// The live version it replaced, if any.
     pub replaced: Option<String>,
+    /// Who acted.
     pub by: Actor,
     /// Wall-clock milliseconds since the epoch.
     pub at_ms: i64,
@@ -63,6 +66,7 @@ impl Act {
         format!("{} by {} at {at}", self.verb, self.by.describe())
     }
 
+    /// Whether an admin made it.
     pub fn is_admin(&self) -> bool {
         matches!(self.by, Actor::Admin(_))
     }
@@ -71,11 +75,13 @@ impl Act {
 /// A source's declaration of a version of a plugin.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Declared {
+    /// The plugin declared.
     pub plugin: String,
     /// `file /plugins/prefer.wasm`, `--plugin prefer.wasm`, `Plugin prefer`.
     pub source: String,
     /// Content hash.
     pub version: String,
+    /// Declared as a shadow (else live).
     pub shadow: bool,
     /// The declaration as of now: the source and what it says (a file's
     /// hash, an object's generation). A changed source is a new key.

@@ -5,6 +5,8 @@
 //! ([`shadow`]). [`run`] is the loop both drivers share; [`control`] is what
 //! it shares with an admin surface.
 
+#![warn(missing_docs)]
+
 pub mod control;
 pub mod intent;
 pub mod metrics;

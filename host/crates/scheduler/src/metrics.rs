@@ -23,6 +23,7 @@ fn buckets(min: f64, max: f64, n: usize) -> Vec<f64> {
 /// The metrics, registered in their own registry (cheap to clone: shared).
 #[derive(Clone)]
 pub struct Metrics {
+    /// The registry the admin surface exports.
     pub registry: Registry,
     e2e: Histogram,
     open_session: Histogram,
@@ -84,6 +85,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Volcano's scheduler metrics, registered and at zero.
     pub fn new() -> Self {
         let r = Registry::new();
         let unschedule_job =

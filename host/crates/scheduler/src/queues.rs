@@ -9,10 +9,13 @@ use tephra_session::session::Outcome;
 /// A queue's figures after a cycle.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct QueueRow {
+    /// The queue's name.
     pub name: String,
+    /// Σ requests of its pods holding a node and not finished.
     pub allocated: ResourceList,
     /// From the quota plugin (proportion/capacity), when one is configured.
     pub deserved: Option<ResourceList>,
+    /// Its share as the quota plugin reports it.
     pub share: Option<f64>,
     /// PodGroups in the queue.
     pub jobs: usize,
@@ -20,6 +23,7 @@ pub struct QueueRow {
     pub request: ResourceList,
     /// `spec.capability` (empty: none).
     pub capability: ResourceList,
+    /// `spec.weight`.
     pub weight: f64,
 }
 

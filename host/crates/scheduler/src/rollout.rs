@@ -13,9 +13,15 @@ use tephra_runtime::{Runtime, WasmPlugin};
 /// What to do with a plugin, between two cycles.
 pub enum Change {
     /// Compile `bytes` and make them the live version of `plugin`.
-    Live { bytes: Vec<u8> },
+    Live {
+        /// The component.
+        bytes: Vec<u8>,
+    },
     /// Compile `bytes` and run them as the shadow of `plugin`.
-    Shadow { bytes: Vec<u8> },
+    Shadow {
+        /// The component.
+        bytes: Vec<u8>,
+    },
     /// The shadow of `plugin` goes live.
     Promote,
     /// The previous version of `plugin` comes back.
@@ -27,11 +33,17 @@ pub enum Change {
     /// A decision made elsewhere (another replica, or before a restart) is
     /// made true here; `bytes` carry its version when this replica may not
     /// hold it.
-    Adopt { act: Act, bytes: Option<Vec<u8>> },
+    Adopt {
+        /// The decision.
+        act: Act,
+        /// Its version's component, when this replica may not hold it.
+        bytes: Option<Vec<u8>>,
+    },
 }
 
 /// One declared change, by the driver's key (its object).
 pub struct Rollout {
+    /// The driver's key for it (its object).
     pub key: String,
     /// The plugin name the declaration claims: a component calling itself
     /// otherwise is refused.
@@ -41,12 +53,15 @@ pub struct Rollout {
     /// Who declares it (`Plugin prefer`), and the declaration as of now
     /// (`Plugin prefer@3`: a new generation is a new declaration).
     pub source: String,
+    /// See [`Rollout::source`].
     pub declaration: String,
+    /// What to do.
     pub change: Change,
 }
 
 /// What became of a [`Rollout`].
 pub struct Rolled {
+    /// The [`Rollout::key`].
     pub key: String,
     /// The version now live or shadowing (its content hash), or why not.
     pub result: Result<String, String>,
@@ -71,6 +86,7 @@ pub struct Rollouts {
 }
 
 impl Rollouts {
+    /// The worker compiling declared versions off the loop, with `runtime`.
     pub fn spawn(runtime: Runtime) -> Result<Rollouts> {
         let (jobs, rx) = channel::<Rollout>();
         let (tx, done) = channel();

@@ -22,6 +22,7 @@ use tephra_session::session::Outcome;
 
 /// One cycle's results, as a driver receives them.
 pub struct Cycle<'a> {
+    /// What the session decided.
     pub outcome: &'a Outcome,
     /// How each shadow would have decided differently.
     pub shadows: &'a [ShadowDiff],
@@ -100,8 +101,11 @@ struct ConfigFile {
 /// The scheduler, the cluster it schedules, and the driver that keeps both
 /// in touch with the world.
 pub struct Loop<D: Driver> {
+    /// The one long-lived cluster.
     pub cluster: Cluster,
+    /// The scheduler.
     pub scheduler: Scheduler,
+    /// The driver.
     pub driver: D,
     plugins: Option<Watcher>,
     config: Option<ConfigFile>,
@@ -110,6 +114,7 @@ pub struct Loop<D: Driver> {
 }
 
 impl<D: Driver> Loop<D> {
+    /// A loop over `cluster`, scheduled by `scheduler`, driven by `driver`.
     pub fn new(cluster: Cluster, scheduler: Scheduler, driver: D) -> Self {
         Loop { cluster, scheduler, driver, plugins: None, config: None, control: None, rollouts: None }
     }

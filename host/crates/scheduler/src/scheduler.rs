@@ -33,15 +33,19 @@ pub enum Level {
 /// What happened to plugin versions or the config between two cycles.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notice {
+    /// How much it matters.
     pub level: Level,
+    /// What happened, one line.
     pub text: String,
 }
 
 impl Notice {
+    /// A notice of something done as asked.
     pub fn info(text: impl Into<String>) -> Notice {
         Notice { level: Level::Info, text: text.into() }
     }
 
+    /// A notice of something refused or gone wrong.
     pub fn warn(text: impl Into<String>) -> Notice {
         Notice { level: Level::Warn, text: text.into() }
     }
@@ -56,17 +60,25 @@ impl std::fmt::Display for Notice {
 /// Counters of a running scheduler (exported as metrics).
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// Cycles run.
     pub cycles: u64,
+    /// How long the last one took.
     pub last_cycle: Duration,
+    /// Σ seconds of every cycle.
     pub cycle_seconds_sum: f64,
     /// Per action: (runs, seconds).
     pub actions: BTreeMap<String, (u64, f64)>,
     /// Per plugin: (calls, seconds, faults).
     pub plugins: BTreeMap<String, (u64, f64, u64)>,
+    /// Binds decided.
     pub binds: u64,
+    /// Evictions decided.
     pub evictions: u64,
+    /// Plugin versions swapped in.
     pub swaps: u64,
+    /// Versions rolled back (by an admin or by faults).
     pub rollbacks: u64,
+    /// Decisions a shadow would have changed.
     pub shadow_diffs: u64,
     /// Per (shadow plugin, kind of decision): decisions it would have changed.
     pub shadow_diffs_by: BTreeMap<(String, &'static str), u64>,
@@ -75,11 +87,15 @@ pub struct Stats {
 /// A scheduler: a config, a library of plugin versions, shadows, and a
 /// cycle function.
 pub struct Scheduler {
+    /// The scheduler config in force.
     pub config: SchedulerConfig,
+    /// The plugin versions.
     pub library: Library,
     policies: Option<Policies>,
     built_for: u64,
+    /// Plugins the config names that the library lacks.
     pub missing_plugins: Vec<String>,
+    /// The seed of the sessions' random tie-breaks.
     pub seed: u64,
     /// Shadow versions by plugin name: run beside the live one, never applied.
     pub shadows: BTreeMap<String, WasmPlugin>,
@@ -91,6 +107,7 @@ pub struct Scheduler {
     pub rollback_after: u32,
     /// Plugins promoted and not yet through a clean cycle.
     pub on_probation: Vec<String>,
+    /// The counters.
     pub stats: Stats,
     /// Volcano's metrics.
     pub metrics: crate::metrics::Metrics,
@@ -116,6 +133,7 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// A scheduler of `config` with the plugins of `library`.
     pub fn new(config: SchedulerConfig, library: &Library) -> Self {
         let (policies, missing_plugins) = library.policies(&config, None);
         Scheduler {

@@ -10,13 +10,17 @@ use tephra_session::session::{phase_name, Decision, Outcome};
 /// nodes, is one difference (`moved`), not two.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ShadowDiff {
+    /// The shadowed plugin.
     pub plugin: String,
     /// Pods both bind, to different nodes (`pod: live n1, shadow n2`).
     pub moved: Vec<String>,
     /// Binds (`pod → node`) of pods only the live / only the shadow version binds.
     pub binds_live_only: Vec<String>,
+    /// See [`ShadowDiff::binds_live_only`].
     pub binds_shadow_only: Vec<String>,
+    /// Evictions (`pod`) only the live version makes.
     pub evictions_live_only: Vec<String>,
+    /// Evictions only the shadow version makes.
     pub evictions_shadow_only: Vec<String>,
     /// Jobs whose PodGroup phase would differ (`job: live vs shadow`).
     pub phases: Vec<String>,

@@ -23,16 +23,22 @@ const PERSIST_MS: i64 = 60_000;
 /// One queue's usage at the ledger's time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Usage {
+    /// The queue's share of the cluster × seconds, decayed.
     pub total: f64,
+    /// The same per namespace of its jobs.
     pub namespaces: BTreeMap<String, f64>,
 }
 
 /// Per queue usage, decayed to `at_ms`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ledger {
+    /// Usage halves every this long (`halfLife`).
     pub half_life_ms: i64,
+    /// How often it is written to the Queues (`persistPeriod`).
     pub persist_ms: i64,
+    /// The time the figures stand at.
     pub at_ms: Option<i64>,
+    /// Per queue, its usage.
     pub queues: BTreeMap<String, Usage>,
     persisted_ms: Option<i64>,
 }

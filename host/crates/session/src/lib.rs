@@ -4,6 +4,8 @@
 //! decisions together, [`reservation`] locks, and the
 //! [`session::Outcome`] a closed session hands back.
 
+#![warn(missing_docs)]
+
 mod ask;
 mod locks;
 pub mod reservation;

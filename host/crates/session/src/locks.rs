@@ -34,6 +34,7 @@ impl Reservations {
 /// A queue's reservation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct QueueLock {
+    /// The nodes locked for it.
     pub nodes: Vec<String>,
     /// When the nodes were last chosen (ms).
     pub relocked_ms: i64,
@@ -46,10 +47,13 @@ pub struct QueueLock {
 /// A queue's `status.reservation`, as written after a cycle.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueReservation {
+    /// The queue.
     pub queue: String,
+    /// The nodes locked for it.
     pub nodes: Vec<String>,
     /// Σ idle of the locked nodes, a row over the outcome's dims.
     pub idle: Vec<f64>,
+    /// Why the policy refused to reserve.
     pub refused: Option<String>,
 }
 
@@ -66,6 +70,7 @@ pub struct Locks {
     /// Advance reservations in force or to come, and per node the ones
     /// holding it (empty when there are none).
     pub windows: Vec<Window>,
+    /// Per node, the windows (ids in `windows`) holding it.
     pub node_windows: Vec<Vec<u32>>,
     /// Every advance reservation's status.
     pub window_status: Vec<WindowStatus>,
@@ -101,22 +106,28 @@ impl Backfill {
 /// A reservation's window as the session sees it.
 #[derive(Clone, Debug)]
 pub struct Window {
+    /// The Reservation's name.
     pub name: String,
     /// The window in force or next (ms).
     pub start_ms: i64,
+    /// Its end (ms).
     pub end_ms: i64,
+    /// Nothing starts on its nodes while it is open.
     pub maintenance: bool,
     /// Queues (ids) and namespaces it serves.
     pub queues: Vec<u32>,
+    /// See [`Window::queues`].
     pub namespaces: Vec<String>,
 }
 
 /// A reservation's status after a cycle.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WindowStatus {
+    /// The Reservation's name.
     pub name: String,
     /// `Pending`, `Active` or `Ended`.
     pub state: &'static str,
+    /// The nodes it holds.
     pub nodes: Vec<String>,
     /// The window in force or next (ms; none once ended).
     pub window: Option<(i64, i64)>,

@@ -18,17 +18,25 @@ pub use tephra_snapshot::{is_allocated, node_share, phase_name, Extra, NameMap, 
 /// A decision the session commits.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
+    /// Bind the task's pod to the node.
     Bind {
+        /// The task.
         task: u32,
+        /// The node.
         node: u32,
     },
+    /// Evict the task's pod, saying why.
     Evict {
+        /// The task.
         task: u32,
+        /// Why (the pod's Event and condition say it).
         reason: String,
     },
     /// Preemption made room for the task on this node (`status.nominatedNodeName`).
     Nominate {
+        /// The task.
         task: u32,
+        /// The node.
         node: u32,
     },
 }
@@ -38,12 +46,14 @@ pub enum Decision {
 pub struct FitErrors {
     /// (plugin or `resources`, message) → number of nodes.
     pub counts: BTreeMap<(Arc<str>, Arc<str>), usize>,
+    /// Nodes considered.
     pub nodes: usize,
     /// A reason that is not about nodes (e.g. the queue's quota).
     pub whole: Option<String>,
 }
 
 impl FitErrors {
+    /// One line as kube-scheduler writes it: `0/N nodes are available: …`.
     pub fn summary(&self) -> String {
         if let Some(w) = &self.whole {
             return w.clone();
@@ -55,22 +65,33 @@ impl FitErrors {
 
 /// The state of one cycle.
 pub struct Session {
+    /// The snapshot the plugins see, kept up to date as the session decides.
     pub snap: Snapshot,
+    /// The names of what the snapshot numbers.
     pub names: Arc<Names>,
+    /// Host-side facts about tasks and jobs.
     pub extra: Arc<Extra>,
+    /// Resource dimensions per row.
     pub d: usize,
+    /// The configured plugins (actions ask them through [`Session::ask`]).
     pub policies: Policies,
     /// Every state change, in order; plugins receive the part they have not seen.
     pub events: Vec<Event>,
+    /// What the session decided, in order.
     pub decisions: Vec<Decision>,
     /// Why tasks stayed pending.
     pub fit_errors: HashMap<u32, FitErrors>,
     /// Why whole jobs were skipped (invalid, not admitted…).
     pub job_reasons: HashMap<u32, String>,
+    /// Per job, its tasks allocated, bound, running or succeeded (Volcano's ready count).
     pub job_ready: Vec<u32>,
+    /// Per job, its tasks pipelined (waiting for room being freed).
     pub job_waiting: Vec<u32>,
+    /// Per job, its pending best-effort tasks.
     pub job_pending_best_effort: Vec<u32>,
+    /// Node id by name.
     pub node_index: NameMap<String>,
+    /// Queue id by name.
     pub queue_index: NameMap<String>,
     /// Actions configured this cycle (allocate admits jobs itself without enqueue).
     pub actions: Vec<String>,
@@ -217,22 +238,27 @@ impl Session {
         }
     }
 
+    /// How many nodes.
     #[inline]
     pub fn nodes(&self) -> usize {
         self.snap.node_unschedulable.len()
     }
+    /// How many queues.
     #[inline]
     pub fn queues(&self) -> usize {
         self.snap.queue_parent.len()
     }
+    /// How many jobs.
     #[inline]
     pub fn jobs(&self) -> usize {
         self.snap.job_queue.len()
     }
+    /// How many tasks.
     #[inline]
     pub fn tasks(&self) -> usize {
         self.snap.task_job.len()
     }
+    /// Task `t`'s request row.
     #[inline]
     pub fn req(&self, t: u32) -> &[f64] {
         &self.snap.task_resreq[t as usize * self.d..(t as usize + 1) * self.d]
@@ -279,18 +305,22 @@ impl Session {
         }
     }
 
+    /// Task `t`'s status.
     #[inline]
     pub fn task_status(&self, t: u32) -> TaskStatus {
         self.snap.task_status[t as usize]
     }
+    /// Task `t`'s job.
     #[inline]
     pub fn task_job(&self, t: u32) -> u32 {
         self.snap.task_job[t as usize]
     }
+    /// Job `j`'s queue.
     #[inline]
     pub fn job_queue(&self, j: u32) -> u32 {
         self.snap.job_queue[j as usize]
     }
+    /// Job `j`'s gang minimum (`minMember`).
     #[inline]
     pub fn job_min(&self, j: u32) -> u32 {
         self.snap.job_min_available[j as usize]
@@ -464,16 +494,25 @@ impl Session {
 
 /// What a closed session hands back to the cache.
 pub struct Outcome {
+    /// What the session decided, in order.
     pub decisions: Vec<Decision>,
     /// Tasks left pipelined (task, node): they evaporate, as in Volcano.
     pub pipelined: Vec<(u32, u32)>,
+    /// Per job, its phase at the close.
     pub job_phase: Vec<JobPhase>,
+    /// Why tasks stayed pending.
     pub fit_errors: HashMap<u32, FitErrors>,
+    /// Why whole jobs were skipped.
     pub job_reasons: HashMap<u32, String>,
+    /// The plugins' faults in the session.
     pub faults: Vec<Fault>,
+    /// The names of what the session numbered.
     pub names: Arc<Names>,
+    /// Host-side facts about its tasks and jobs.
     pub extra: Arc<Extra>,
+    /// The resource dimensions of its rows.
     pub dims: Vec<String>,
+    /// Per task, its job.
     pub task_job: Vec<u32>,
     /// Per job, the PodGroup condition to write (None: no tasks yet).
     pub conditions: Vec<Option<Condition>>,

@@ -23,10 +23,12 @@ fn prev(ssn: &Session, t: u32) -> (TaskStatus, u32) {
 }
 
 impl Statement {
+    /// A statement with nothing recorded.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }

@@ -43,15 +43,23 @@ pub struct Recorder {
 /// Waiting figures of a set of jobs, in seconds from arrival to running.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Waits {
+    /// Jobs that arrived.
     pub jobs: usize,
+    /// Jobs that ran.
     pub started: usize,
+    /// Jobs that completed.
     pub finished: usize,
     /// Jobs that never ran before the run ended.
     pub still_waiting: usize,
+    /// The median wait.
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The longest wait.
     pub max: f64,
+    /// The mean wait.
     pub mean: f64,
     /// Evictions by the action that made them (preempt, reclaim, …).
     pub evictions: BTreeMap<String, u64>,
@@ -60,22 +68,30 @@ pub struct Waits {
 /// The job that waited longest (still waiting counts until the end).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Starved {
+    /// `namespace/name`.
     pub job: String,
+    /// Its queue.
     pub queue: String,
+    /// Seconds it waited.
     pub waited: f64,
+    /// It had not run when the run ended.
     pub still_waiting: bool,
 }
 
 /// A run's figures.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
+    /// The variant's name.
     pub name: String,
+    /// Cycles run.
     pub cycles: usize,
     /// Simulated seconds the run covered.
     pub simulated: f64,
     /// First arrival to last completion (or the end, when jobs remain).
     pub makespan: f64,
+    /// Every job's waits.
     pub overall: Waits,
+    /// Each queue's.
     pub queues: BTreeMap<String, Waits>,
     /// Per resource: (time, fraction of the cluster's capacity in use).
     pub utilisation: BTreeMap<String, Vec<(f64, f64)>>,
@@ -83,6 +99,7 @@ pub struct Summary {
     pub mean_utilisation: BTreeMap<String, f64>,
     /// Per queue: (time, allocated / deserved on its most-used resource).
     pub share: BTreeMap<String, Vec<(f64, f64)>>,
+    /// The job that waited longest.
     pub longest_starved: Option<Starved>,
 }
 

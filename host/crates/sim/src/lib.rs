@@ -2,6 +2,8 @@
 //! minimal kubelet, Volcano's job and podgroup controllers and timed
 //! arrivals ([`simulate`]), reported per cycle ([`report`]).
 
+#![warn(missing_docs)]
+
 pub mod estimate;
 pub mod lab;
 pub mod report;

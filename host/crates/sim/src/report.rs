@@ -9,12 +9,17 @@ pub use tephra_scheduler::queues::QueueRow;
 /// Everything that happened in one cycle.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CycleReport {
+    /// The cycle's number, from 1.
     pub cycle: usize,
     /// Simulated seconds since the start.
     pub time: f64,
+    /// Objects that arrived.
     pub arrivals: Vec<String>,
+    /// Pods that started running.
     pub started: Vec<String>,
+    /// Pods that completed.
     pub completed: Vec<String>,
+    /// Pods made again after an eviction.
     pub restarted: Vec<String>,
     /// Pods ended at their time limit: "ns/pod after 30s (what set it)".
     pub overran: Vec<String>,
@@ -22,6 +27,7 @@ pub struct CycleReport {
     pub made: Vec<String>,
     /// Jobs (`batch/v1`) that completed or failed.
     pub finished: Vec<String>,
+    /// PodGroups admitted (Pending → Inqueue).
     pub admitted: Vec<String>,
     /// (pod, node)
     pub binds: Vec<(String, String)>,
@@ -40,7 +46,9 @@ pub struct CycleReport {
     pub domains: Vec<(String, String)>,
     /// (podgroup, new phase)
     pub phases: Vec<(String, String)>,
+    /// Each queue's figures after the cycle.
     pub queues: Vec<QueueRow>,
+    /// The plugin whose deserved shares the rows carry.
     pub quota_plugin: Option<String>,
     /// (pod or job, why it is still waiting)
     pub pending: Vec<(String, String)>,
@@ -65,8 +73,11 @@ pub struct CycleReport {
 /// A queue's `status.reservation`: its locked nodes and their idle total.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ReservationRow {
+    /// The queue.
     pub queue: String,
+    /// Its locked nodes.
     pub nodes: Vec<String>,
+    /// Their idle total.
     pub idle: ResourceList,
     /// Why the policy refused to reserve.
     pub refused: Option<String>,
@@ -216,8 +227,11 @@ impl CycleReport {
 /// first ran.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Wait {
+    /// `namespace/name`.
     pub job: String,
+    /// When it arrived (simulated seconds).
     pub arrived: f64,
+    /// When it first ran, if it did.
     pub running: Option<f64>,
 }
 

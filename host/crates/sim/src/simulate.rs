@@ -21,6 +21,7 @@ use tephra_session::session::{Decision, Outcome};
 /// Simulation settings.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The most cycles to run.
     pub max_cycles: usize,
     /// Simulated seconds per cycle (Volcano's schedule period).
     pub period: f64,
@@ -62,7 +63,9 @@ impl Default for Options {
 /// Volcano's controllers.
 pub struct Sim {
     future: Vec<Timed>,
+    /// Simulated seconds since the start.
     pub time: f64,
+    /// Cycles run.
     pub cycle: usize,
     started: HashMap<String, f64>,
     options: Options,

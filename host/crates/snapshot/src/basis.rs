@@ -59,6 +59,7 @@ pub struct Storage {
 }
 
 impl Storage {
+    /// What `c` has of claims, volumes and attach limits now.
     pub fn of(c: &Cluster) -> Storage {
         Storage { claims: c.claims.clone(), volumes: c.volumes.clone(), attach_limits: c.attach_limits.clone() }
     }

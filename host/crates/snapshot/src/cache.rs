@@ -315,6 +315,8 @@ fn debug_assert_full_build_agrees(p: &Built, c: &Cluster, now_ms: i64) {
     }
 }
 
+/// Where two snapshots' debug forms first differ, with some context (a
+/// failed comparison of an update with a full build says it).
 pub fn first_difference(a: &tephra_contract::Snapshot, b: &tephra_contract::Snapshot) -> String {
     let (a, b) = (format!("{a:?}"), format!("{b:?}"));
     let at = a.bytes().zip(b.bytes()).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));

@@ -6,6 +6,8 @@
 //! names and host-side facts a session keeps beside the snapshot are in
 //! [`Names`] and [`Extra`].
 
+#![warn(missing_docs)]
+
 mod basis;
 pub mod cache;
 mod extra;

@@ -22,7 +22,9 @@ pub const CLASSLESS: u64 = u64::MAX;
 /// Display names of the session's objects (kept out of the snapshot).
 #[derive(Clone, Debug, Default)]
 pub struct Names {
+    /// Per node, its name.
     pub nodes: Vec<String>,
+    /// Per queue, its name.
     pub queues: Vec<String>,
     /// `namespace/podgroup`.
     pub jobs: Vec<String>,

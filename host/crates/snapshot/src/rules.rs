@@ -242,6 +242,7 @@ pub struct LabelKeys {
 }
 
 impl LabelKeys {
+    /// The label keys these pods' selectors read.
     pub fn of<'a>(pods: impl Iterator<Item = &'a Pod>) -> LabelKeys {
         let mut keys = LabelKeys::default();
         for p in pods {

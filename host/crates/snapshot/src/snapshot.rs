@@ -49,12 +49,19 @@ pub fn phase_name(p: JobPhase) -> &'static str {
 /// A snapshot built without its plugins: what [`build`] makes from a
 /// cluster and [`crate::cache::SnapshotCache`] makes from the last session.
 pub struct Built {
+    /// The snapshot plugins receive.
     pub snap: Snapshot,
+    /// The names of what it numbers.
     pub names: Arc<Names>,
+    /// The host-side facts beside it.
     pub extra: Arc<Extra>,
+    /// Resource dimensions per row.
     pub d: usize,
+    /// Node id by name.
     pub node_index: NameMap<String>,
+    /// Queue id by name.
     pub queue_index: NameMap<String>,
+    /// What the next session needs to start from this one.
     pub basis: Basis,
     /// For an update: the tasks and nodes that moved since the last session.
     pub moved: Option<Moved>,
@@ -64,7 +71,9 @@ pub struct Built {
 pub struct Moved {
     /// The kept session's id.
     pub base: u64,
+    /// Tasks whose status or node changed.
     pub tasks: Vec<u32>,
+    /// Nodes whose usage changed.
     pub nodes: Vec<u32>,
     /// Residents whose node changed.
     pub residents: Vec<u32>,
@@ -110,6 +119,7 @@ pub fn class_of(p: &tephra_model::cluster::Pod, req: &[f64], job: u64, keys: &La
     h.finish().min(CLASSLESS - 1)
 }
 
+/// A task's status from its pod's phase, whether it is bound, and whether it is being deleted.
 pub fn task_status(phase: PodPhase, bound: bool, deleting: bool) -> TaskStatus {
     match phase {
         _ if deleting && matches!(phase, PodPhase::Running | PodPhase::Pending) => TaskStatus::Releasing,
@@ -436,6 +446,7 @@ fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: Ta
     }
 }
 
+/// A snapshot of nothing, with these resource dimensions (tests, fuzzing, dry runs).
 pub fn empty_snapshot(dims: Vec<String>) -> Snapshot {
     let d = dims.len();
     Snapshot {

@@ -17,11 +17,15 @@ pub const ESTIMATE: &str = "tephra.io/estimated-running-duration";
 /// One object read from a manifest.
 #[derive(Clone, Debug)]
 pub enum Object {
+    /// A Node (one of the copies, with `tephra.io/replicas`).
     Node(Node),
+    /// A Queue.
     Queue(Queue),
+    /// A PodGroup, or a Volcano Job as its PodGroup with pod templates.
     PodGroup(PodGroup),
     /// Boxed: a pod with its placement rules is the largest object by far.
     Pod(Box<Pod>),
+    /// A PriorityClass's name and value.
     PriorityClass(String, PriorityClass),
     /// A Namespace's name and labels.
     Namespace(String, BTreeMap<String, String>),
@@ -31,11 +35,13 @@ pub enum Object {
     Volume(String, Volume),
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
+    /// A HyperNode.
     HyperNode(tephra_model::topology::HyperNode),
     /// An advance reservation (`Reservation`, tephra.io/v1alpha1).
     Reservation(tephra_model::window::AdvanceReservation),
     /// Boxed: it carries a pod template.
     Workload(Box<Workload>),
+    /// Volcano's scheduler config, from its ConfigMap.
     Config(SchedulerConfig),
 }
 
@@ -101,6 +107,8 @@ impl Object {
 /// An object and the simulated second at which it appears.
 #[derive(Clone, Debug)]
 pub struct Timed {
+    /// Seconds into the run (`tephra.io/arrive-at`; 0 for the start).
     pub at: f64,
+    /// The object.
     pub object: Object,
 }

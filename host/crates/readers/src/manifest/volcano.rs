@@ -94,7 +94,9 @@ pub(super) fn hypernode(d: Doc) -> Result<Object> {
 /// own) has no schema for them and would prune `spec.guarantee.policy` and
 /// `spec.guarantee.percentage` (docs/reservation.md).
 pub const GUARANTEE_POLICY: &str = "tephra.io/guarantee-policy";
+/// See [`GUARANTEE_POLICY`].
 pub const GUARANTEE_PERCENTAGE: &str = "tephra.io/guarantee-percentage";
+/// See [`GUARANTEE_POLICY`].
 pub const GUARANTEE_DIMENSIONS: &str = "tephra.io/guarantee-percentage-dimensions";
 
 /// A seed-000 field from the spec or, when absent there, its annotation;

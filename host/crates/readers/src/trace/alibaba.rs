@@ -33,6 +33,7 @@ pub enum QueueBy {
 /// What a conversion made and left out.
 #[derive(Debug, Default)]
 pub struct Converted {
+    /// The jobs made.
     pub jobs: Vec<TraceJob>,
     /// Task rows left out (no times, or ending before they start).
     pub skipped_tasks: usize,

@@ -7,10 +7,13 @@ use super::TraceJob;
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct Shape {
+    /// Jobs.
     pub jobs: usize,
     /// Seconds the submissions spread over.
     pub span: f64,
+    /// The queues jobs go to, each job to one at random.
     pub queues: Vec<String>,
+    /// The random seed: equal shapes make equal traces.
     pub seed: u64,
     /// Fraction of jobs whose tasks each ask for one GPU.
     pub gpu_jobs: f64,

@@ -51,17 +51,27 @@ pub const COLUMNS: [&str; 12] = [
 /// One job of a trace.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceJob {
+    /// `job`: its name, unique in the trace.
     pub job: String,
+    /// `submit`: seconds after the trace starts.
     pub submit: f64,
+    /// `duration`: seconds each task runs once started.
     pub duration: f64,
+    /// `tasks`: pods in the job.
     pub tasks: u32,
+    /// `min_available`: the gang's size.
     pub min_available: u32,
+    /// `queue`.
     pub queue: String,
+    /// `namespace`.
     pub namespace: String,
+    /// `priority`: its pods' priority.
     pub priority: i32,
     /// Per task: `cpu`, `memory`, `gpu` as written (quantities).
     pub cpu: Option<String>,
+    /// See [`TraceJob::cpu`].
     pub memory: Option<String>,
+    /// See [`TraceJob::cpu`].
     pub gpu: Option<String>,
     /// The job's time limit, as written (`2h`).
     pub time_limit: Option<String>,
