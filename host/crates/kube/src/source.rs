@@ -65,13 +65,13 @@ struct Watched {
     held: fn(&Store, usize) -> Vec<String>,
 }
 
-/// How many kinds are watched.
-const KINDS: usize = 12;
+/// How many watches there are (pods are watched twice).
+const WATCH_COUNT: usize = 12;
 
 /// Every watch. Pods are watched twice with field selectors, as Volcano's
 /// informer filters them: ours (any state), and others' bound ones, which
 /// only take room on their nodes.
-const WATCHED: [Watched; KINDS] = [
+const WATCHED: [Watched; WATCH_COUNT] = [
     Watched {
         name: "nodes",
         kind: "Node",
@@ -422,7 +422,7 @@ pub struct Store {
     /// For the kinds kept as one value under a name (priority classes,
     /// namespaces, claims, volumes, CSINodes, HyperNodes, Reservations),
     /// per watch: key → resourceVersion.
-    versions: [HashMap<String, String>; KINDS],
+    versions: [HashMap<String, String>; WATCH_COUNT],
     /// Each Reservation's status as the API has it.
     pub reservation_status: HashMap<String, serde_json::Value>,
     /// Reservations that do not read, with why (their status says so).
@@ -431,8 +431,8 @@ pub struct Store {
     /// Lists whose order or length changed: sorted and re-indexed at [`Store::settle`].
     reorder: bool,
     /// Keys listed so far by a relist under way, per watch.
-    relist: [Option<HashSet<String>>; KINDS],
-    synced: [bool; KINDS],
+    relist: [Option<HashSet<String>>; WATCH_COUNT],
+    synced: [bool; WATCH_COUNT],
     /// uid → resourceVersion of objects that could not be read.
     bad: HashMap<String, String>,
     /// Objects that could not be read since the last [`Store::take_invalid`].
@@ -482,7 +482,7 @@ impl Store {
     /// Applies one watch event to `c`.
     pub fn apply(&mut self, c: &mut Cluster, change: Change) {
         let w = change.watch;
-        if w >= KINDS {
+        if w >= WATCH_COUNT {
             return tracing::error!("an event of watch {w}, which does not exist");
         }
         match change.step {
