@@ -54,6 +54,25 @@ pub struct Row {
     pub end_delta: Option<f64>,
 }
 
+impl Row {
+    /// The row as the table shows it, text or HTML: job, predicted and
+    /// observed start and their difference, the same of the end, and the
+    /// node counts (`predicted/observed`); seconds, `-` where none.
+    pub fn cells(&self) -> [String; 8] {
+        let t = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+        [
+            self.job.clone(),
+            t(self.simulated.start),
+            t(self.observed.start),
+            t(self.start_delta),
+            t(self.simulated.end),
+            t(self.observed.end),
+            t(self.end_delta),
+            format!("{}/{}", self.simulated.nodes, self.observed.nodes),
+        ]
+    }
+}
+
 /// The comparison.
 #[derive(Clone, Debug, Serialize)]
 pub struct Fidelity {
@@ -320,24 +339,13 @@ impl Fidelity {
 
     /// The table and the figures, as text.
     pub fn text(&self) -> String {
-        let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
         let mut s = format!(
             "{:<24} {:>9} {:>9} {:>8}  {:>9} {:>9} {:>8}  {:>5}\n",
             "job", "sim start", "obs start", "Δ", "sim end", "obs end", "Δ", "nodes"
         );
         for r in &self.rows {
-            s += &format!(
-                "{:<24} {:>9} {:>9} {:>8}  {:>9} {:>9} {:>8}  {:>2}/{:<2}\n",
-                r.job,
-                opt(r.simulated.start),
-                opt(r.observed.start),
-                opt(r.start_delta),
-                opt(r.simulated.end),
-                opt(r.observed.end),
-                opt(r.end_delta),
-                r.simulated.nodes,
-                r.observed.nodes
-            );
+            let [job, ss, os, sd, se, oe, ed, nodes] = r.cells();
+            s += &format!("{job:<24} {ss:>9} {os:>9} {sd:>8}  {se:>9} {oe:>9} {ed:>8}  {nodes:>5}\n");
         }
         let p = self.period;
         s += &format!(

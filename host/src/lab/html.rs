@@ -193,6 +193,19 @@ fn fidelity_chart(f: &super::fidelity::Fidelity) -> Result<Option<String>> {
     Ok(Some(svg))
 }
 
+/// The per-job rows of the "predicted vs observed" table.
+fn fidelity_rows(f: &super::fidelity::Fidelity) -> String {
+    let mut h = String::new();
+    for r in &f.rows {
+        h += "<tr>";
+        for cell in r.cells() {
+            let _ = write!(h, "<td>{}</td>", esc(&cell));
+        }
+        h += "</tr>\n";
+    }
+    h
+}
+
 /// The "predicted vs observed" section.
 fn fidelity_section(f: &super::fidelity::Fidelity) -> Result<String> {
     let mut h = String::from("<h2>Predicted vs observed</h2>\n");
@@ -231,22 +244,7 @@ fn fidelity_section(f: &super::fidelity::Fidelity) -> Result<String> {
     }
     h += "<table id=\"fidelity-jobs\"><tr><th>job</th><th>predicted start</th><th>observed start</th><th>Δ</th>\
           <th>predicted end</th><th>observed end</th><th>Δ</th><th>nodes</th></tr>\n";
-    let t = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
-    for r in &f.rows {
-        let _ = writeln!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td></tr>",
-            esc(&r.job),
-            t(r.simulated.start),
-            t(r.observed.start),
-            t(r.start_delta),
-            t(r.simulated.end),
-            t(r.observed.end),
-            t(r.end_delta),
-            r.simulated.nodes,
-            r.observed.nodes
-        );
-    }
+    h += &fidelity_rows(f);
     h += "</table>\n";
     Ok(h)
 }
@@ -335,4 +333,29 @@ pub fn render(c: &Comparison) -> Result<String> {
     }
     h += "<p>The same figures are in the JSON file beside this page.</p>\n</body></html>\n";
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fidelity::{compare, JobRun, Side};
+    use super::fidelity_rows;
+
+    /// A job reads the same in the text table and in the report: one set of
+    /// cells serves both.
+    #[test]
+    fn a_job_reads_the_same_in_the_table_and_the_report() {
+        let run = |start, end, nodes| JobRun { queue: "q".into(), arrived: 0.0, start, end, nodes };
+        let side = |r: JobRun| {
+            let mut side = Side::default();
+            side.jobs.insert("ns/j".to_string(), r);
+            side
+        };
+        let f = compare(&side(run(Some(10.0), Some(70.0), 2)), &side(run(Some(25.0), None, 3)), 10.0);
+        let want = ["ns/j", "10", "25", "15", "70", "-", "-", "2/3"].map(String::from);
+        assert_eq!(f.rows[0].cells(), want);
+        let line: Vec<String> = f.text().lines().nth(1).unwrap().split_whitespace().map(String::from).collect();
+        assert_eq!(line, want);
+        let cells: String = want.iter().map(|c| format!("<td>{c}</td>")).collect();
+        assert_eq!(fidelity_rows(&f), format!("<tr>{cells}</tr>\n"));
+    }
 }
