@@ -17,15 +17,20 @@ use yaml_serde::Value;
 /// A scenario's verdict.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
+    /// Every expectation held.
     Pass,
+    /// What did not hold.
     Fail(String),
+    /// Why it was not run.
     Skip(String),
 }
 
 /// One scenario's name and verdict.
 #[derive(Clone, Debug)]
 pub struct ScenarioResult {
+    /// The scenario's name.
     pub name: String,
+    /// How it went.
     pub verdict: Verdict,
 }
 

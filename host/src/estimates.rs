@@ -29,6 +29,7 @@ pub struct Estimator {
 }
 
 impl Estimator {
+    /// Estimates every `every`.
     pub fn new(every: Duration) -> Self {
         Estimator { every, next: Instant::now(), running: None, written: BTreeMap::new() }
     }

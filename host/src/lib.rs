@@ -11,6 +11,8 @@
 //! Each layer is its own crate under `host/crates/`, so an upward import
 //! does not compile.
 
+#![warn(missing_docs)]
+
 pub use tephra_actions as actions;
 pub use tephra_contract as contract;
 pub use tephra_dispatch::{backend as plugin, policy};

@@ -12,6 +12,7 @@ use std::pin::Pin;
 
 /// What a caller asks to do.
 pub struct Action<'a> {
+    /// The plugin acted on.
     pub plugin: &'a str,
     /// `promote` or `rollback`.
     pub verb: &'a str,
@@ -29,6 +30,7 @@ pub enum Denied {
 }
 
 impl Denied {
+    /// Why, for the response body.
     pub fn message(&self) -> &str {
         match self {
             Denied::Unauthenticated(m) | Denied::Forbidden(m) | Denied::Unavailable(m) => m,
@@ -41,6 +43,7 @@ pub type Verdict<'a> = Pin<Box<dyn Future<Output = Result<String, Denied>> + Sen
 
 /// Decides whether the bearer `token` may perform `action`.
 pub trait Authorizer: Send + Sync {
+    /// The caller's name if `token` may perform `action`, else why not.
     fn allow<'a>(&'a self, token: Option<&'a str>, action: &'a Action<'a>) -> Verdict<'a>;
 }
 

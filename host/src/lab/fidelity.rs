@@ -17,7 +17,9 @@ use std::path::Path;
 /// One job's run on one side, in trace seconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct JobRun {
+    /// Its queue.
     pub queue: String,
+    /// When it arrived.
     pub arrived: f64,
     /// Its first pod started.
     pub start: Option<f64>,
@@ -39,6 +41,7 @@ struct Interval {
 /// What one side did.
 #[derive(Clone, Debug, Default)]
 pub struct Side {
+    /// Each job's run, by name.
     pub jobs: BTreeMap<String, JobRun>,
     intervals: Vec<Interval>,
     capacity: ResourceList,
@@ -47,10 +50,15 @@ pub struct Side {
 /// The per-job difference (observed − simulated).
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    /// The job.
     pub job: String,
+    /// Its run in the simulator.
     pub simulated: JobRun,
+    /// Its run on the cluster.
     pub observed: JobRun,
+    /// Observed start − simulated start.
     pub start_delta: Option<f64>,
+    /// Observed end − simulated end.
     pub end_delta: Option<f64>,
 }
 
@@ -78,15 +86,21 @@ impl Row {
 pub struct Fidelity {
     /// The scheduling period, trace seconds.
     pub period: f64,
+    /// Per job, both runs.
     pub rows: Vec<Row>,
+    /// Jobs that started on both sides.
     pub jobs_compared: usize,
     /// |Δ start| over the jobs that started on both sides.
     pub start_median: f64,
+    /// Its 95th percentile.
     pub start_p95: f64,
+    /// |Δ end| over the jobs that ended on both sides.
     pub end_median: f64,
+    /// Its 95th percentile.
     pub end_p95: f64,
     /// Jobs whose node count differs.
     pub node_count_differs: usize,
+    /// First arrival to last end: (simulated, observed).
     pub makespan: (f64, f64),
     /// Per resource: time-weighted mean fraction in use (simulated, observed).
     pub utilisation: BTreeMap<String, (f64, f64)>,

@@ -19,9 +19,11 @@ pub use tephra_sim::lab::{seconds, Recorder, Summary};
 /// One way of running the workload.
 #[derive(Clone)]
 pub struct Variant {
+    /// Its name in the report.
     pub name: String,
     /// Where it came from (a file, or "base").
     pub origin: String,
+    /// The scheduler config it runs.
     pub config: SchedulerConfig,
     /// Objects replacing the workload's of the same kind and name (Queues
     /// with other shares, say).
@@ -126,6 +128,7 @@ pub fn run(
 pub struct Comparison {
     /// The workload's files.
     pub workload: Vec<String>,
+    /// Each variant's figures.
     pub variants: Vec<Summary>,
     /// The forecast checked against a cluster (`tephra fidelity`).
     #[serde(skip_serializing_if = "Option::is_none")]

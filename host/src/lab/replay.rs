@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 /// How a replay runs.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The cluster's kubeconfig (none: as kube infers one).
     pub kubeconfig: Option<PathBuf>,
     /// Trace seconds per wall second.
     pub speed: f64,
@@ -127,11 +128,15 @@ pub fn prepare(nodes: &[Node], queues: &[Queue], opts: &Options) -> Result<()> {
 /// One run of a pod: where, from when to when (trace seconds).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodRun {
+    /// The pod's name.
     pub pod: String,
     /// The task it was made for (its index in the job).
     pub task: u32,
+    /// The node it ran on.
     pub node: String,
+    /// When it started running.
     pub start: f64,
+    /// When it ended (none while it runs).
     pub end: Option<f64>,
     /// Ended by an eviction, not by finishing.
     pub evicted: bool,
@@ -140,9 +145,13 @@ pub struct PodRun {
 /// What became of one trace job on the cluster.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observed {
+    /// The trace job.
     pub job: String,
+    /// Its queue.
     pub queue: String,
+    /// When its PodGroup was created (trace seconds).
     pub arrived: f64,
+    /// Its pods' runs.
     pub runs: Vec<PodRun>,
 }
 
