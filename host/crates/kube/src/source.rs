@@ -547,7 +547,7 @@ impl Store {
 
     /// An object of a keyed watch `w`: read once per version, and kept in
     /// `map` under its name when readable (an unreadable version removes
-    /// it); whether this version was new, and what it read as.
+    /// it). `None` when this version was read before, else whether it read.
     fn keyed<K: Resource + Serialize + 'static, V: PartialEq>(
         &mut self,
         w: usize,

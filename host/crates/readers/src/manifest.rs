@@ -5,7 +5,7 @@
 //! Every error names the file, the object and the field.
 
 use anyhow::{anyhow, Result};
-use fields::{get, meta, At};
+use fields::{meta, At};
 use serde::Deserialize;
 use tephra_model::cluster::Node;
 use yaml_serde::Value;
@@ -34,14 +34,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Timed>> {
         if v.is_null() {
             continue;
         }
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
-        let name = get(&v, "metadata.name").and_then(Value::as_str).unwrap_or("?");
-        let ns = get(&v, "metadata.namespace").and_then(Value::as_str);
-        let object = match ns {
-            Some(ns) => format!("{kind} {ns}/{name}"),
-            None => format!("{kind} {name}"),
-        };
-        let at = At { origin, object };
+        let (at, kind) = At::of(origin, &v);
         out.extend(parse_object(&at, &v, kind, i as i64)?);
     }
     Ok(out)
@@ -50,13 +43,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Timed>> {
 /// Reads one object fetched from the API server (converted to a YAML value),
 /// with the same field rules and errors as a manifest document.
 pub fn from_value(v: &Value, origin: &str) -> Result<Object> {
-    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
-    let name = get(v, "metadata.name").and_then(Value::as_str).unwrap_or("?");
-    let object = match get(v, "metadata.namespace").and_then(Value::as_str) {
-        Some(ns) => format!("{kind} {ns}/{name}"),
-        None => format!("{kind} {name}"),
-    };
-    let at = At { origin, object };
+    let (at, kind) = At::of(origin, v);
     let mut objects = parse_object(&at, v, kind, 0)?;
     match objects.pop() {
         Some(t) if objects.is_empty() => Ok(t.object),

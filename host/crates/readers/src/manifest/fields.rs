@@ -13,7 +13,19 @@ pub(super) struct At<'a> {
     pub(super) object: String,
 }
 
-impl At<'_> {
+impl<'a> At<'a> {
+    /// Where errors about document `v` of `origin` point (`Kind ns/name`),
+    /// and its kind.
+    pub(super) fn of<'v>(origin: &'a str, v: &'v Value) -> (Self, &'v str) {
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        let name = get(v, "metadata.name").and_then(Value::as_str).unwrap_or("?");
+        let object = match get(v, "metadata.namespace").and_then(Value::as_str) {
+            Some(ns) => format!("{kind} {ns}/{name}"),
+            None => format!("{kind} {name}"),
+        };
+        (At { origin, object }, kind)
+    }
+
     pub(super) fn err(&self, field: &str, msg: impl std::fmt::Display) -> anyhow::Error {
         anyhow!("{}: {}: {field}: {msg}", self.origin, self.object)
     }
@@ -68,7 +80,7 @@ pub(super) fn int64(at: &At, v: &Value, path: &str) -> Result<Option<i64>> {
 /// An integer as go-yaml v2 resolves a plain scalar: underscores dropped,
 /// then Go's `ParseInt(s, 0, 64)` (a `0x`, `0o` or `0b` prefix, or a leading
 /// `0` for octal).
-pub(super) fn go_int(s: &str) -> Option<i64> {
+fn go_int(s: &str) -> Option<i64> {
     let plain = s.replace('_', "");
     let (neg, digits) = match plain.strip_prefix('-') {
         Some(rest) => (true, rest),
