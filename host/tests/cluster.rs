@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -355,6 +355,126 @@ fn easy_backfill_with_jobs_that_finish() {
     let off = (big_started.as_millisecond() - predicted.as_millisecond()).abs() as f64 / 1000.0;
     // Two cycles of 1 s, and the API's times are whole seconds.
     assert!(off <= 3.0, "big started at {big_started}, predicted {predicted}: {off} s off");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
+/// For namespace `ns` scheduled by `scheduler`: classes `local-<ns>`
+/// (WaitForFirstConsumer, volumes made by hand) and `hostpath-<ns>`
+/// (WaitForFirstConsumer, the controller-manager's host-path provisioner);
+/// local volumes of 10Gi on node 0, 5Gi and 1Gi on node 1; a StatefulSet of
+/// two pods whose claims (2Gi) fit only the 10Gi and 5Gi volumes; a notebook
+/// whose claim is provisioned.
+fn volumes_workload(ns: &str, scheduler: &str) -> String {
+    let local = |name: &str, gib: u32, node: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {ns}-{name}}}\nspec:\n  \
+             storageClassName: local-{ns}\n  capacity: {{storage: {gib}Gi}}\n  accessModes: [ReadWriteOnce]\n  \
+             local: {{path: /mnt/{name}}}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms: \
+             [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{node}]}}]}}]\n---\n"
+        )
+    };
+    format!(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: local-{ns}}}\n\
+         provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n---\n\
+         apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: hostpath-{ns}}}\n\
+         provisioner: kubernetes.io/host-path\nvolumeBindingMode: WaitForFirstConsumer\n---\n\
+         {}{}{}\
+         apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {{name: db, namespace: {ns}}}\nspec:\n  replicas: 2\n  \
+         serviceName: db\n  selector: {{matchLabels: {{app: db}}}}\n  template:\n    metadata: {{labels: {{app: db}}}}\n    \
+         spec:\n      schedulerName: {scheduler}\n      containers: [{{name: db, image: db, resources: {{requests: \
+         {{cpu: '1'}}}}, volumeMounts: [{{name: data, mountPath: /data}}]}}]\n  volumeClaimTemplates:\n  \
+         - metadata: {{name: data}}\n    spec: {{storageClassName: local-{ns}, accessModes: [ReadWriteOnce], \
+         resources: {{requests: {{storage: 2Gi}}}}}}\n---\n\
+         apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: workspace, namespace: {ns}}}\n\
+         spec: {{storageClassName: hostpath-{ns}, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: notebook, namespace: {ns}}}\nspec:\n  schedulerName: {scheduler}\n  \
+         volumes: [{{name: w, persistentVolumeClaim: {{claimName: workspace}}}}]\n  \
+         containers: [{{name: nb, image: nb, resources: {{requests: {{cpu: '1'}}}}}}]\n",
+        local("n0", 10, "kwok-node-0000"),
+        local("n1", 5, "kwok-node-0001"),
+        local("n1-small", 1, "kwok-node-0001"),
+    )
+}
+
+/// What is wrong with how `ns`'s claims were bound, read from the API server:
+/// each pod runs where its volume is, each claim Bound by the volume
+/// controller, the StatefulSet's two claims to the 10Gi and 5Gi volumes, the
+/// notebook's provisioned for its node.
+fn volume_violations(c: &Cluster, ns: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let placed = c.placements(ns);
+    let claims = c.json(&["get", "pvc", "-n", ns]);
+    let volumes = c.json(&["get", "pv"]);
+    let pv_node = |name: &str| -> Option<String> {
+        let v = volumes["items"].as_array()?.iter().find(|v| v["metadata"]["name"] == name)?;
+        let terms = &v["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"];
+        terms[0]["matchExpressions"][0]["values"][0].as_str().map(str::to_string)
+    };
+    let claim = |name: &str| claims["items"].as_array().and_then(|l| l.iter().find(|k| k["metadata"]["name"] == name));
+    let mut got = BTreeSet::new();
+    for (pod, name) in [("db-0", "data-db-0"), ("db-1", "data-db-1")] {
+        let Some(k) = claim(name) else {
+            bad.push(format!("{ns}: claim {name} missing"));
+            continue;
+        };
+        let volume = k["spec"]["volumeName"].as_str().unwrap_or("");
+        if k["status"]["phase"] != "Bound" {
+            bad.push(format!("{ns}: claim {name} is {} (volume {volume:?})", k["status"]["phase"]));
+        }
+        got.insert(volume.to_string());
+        if pv_node(volume) != placed.get(pod).cloned() {
+            bad.push(format!("{ns}: {pod} on {:?} but its volume {volume} on {:?}", placed.get(pod), pv_node(volume)));
+        }
+    }
+    let want: BTreeSet<String> = [format!("{ns}-n0"), format!("{ns}-n1")].into();
+    if got != want {
+        bad.push(format!("{ns}: the StatefulSet's claims got {got:?}, not {want:?}"));
+    }
+    match claim("workspace") {
+        Some(k) => {
+            let selected = k["metadata"]["annotations"]["volume.kubernetes.io/selected-node"].as_str();
+            if selected != placed.get("notebook").map(String::as_str) {
+                bad.push(format!("{ns}: workspace selected {selected:?}, notebook on {:?}", placed.get("notebook")));
+            }
+            if k["status"]["phase"] != "Bound" {
+                bad.push(format!("{ns}: workspace is {} (not provisioned)", k["status"]["phase"]));
+            }
+        }
+        None => bad.push(format!("{ns}: claim workspace missing")),
+    }
+    bad
+}
+
+/// Volumes bound on first consumer, the same objects scheduled by
+/// kube-scheduler v1.37.1 and by `tephra run` in one whole cluster (the
+/// controller-manager's StatefulSet controller makes the claims, its volume
+/// controller completes the bindings, its host-path provisioner provisions):
+/// in both, each pod lands where its volume is, the small volume is never
+/// taken, and the provisioned claim is provisioned for its pod's node.
+#[test]
+fn volumes_bind_on_first_consumer_as_with_kube_scheduler() {
+    let c = Cluster::whole("volumes", 3);
+    let (ks, tp) = ("t-kube-scheduler", "t-tephra");
+    namespace(&c, ks);
+    namespace(&c, tp);
+    let _kube_scheduler = KubeScheduler::start(&c);
+    let mut t = Tephra::start(&c, "a", &["--period", "500ms"]);
+    c.apply(&volumes_workload(ks, "default-scheduler"));
+    c.apply(&volumes_workload(tp, "volcano"));
+    for ns in [ks, tp] {
+        wait(&c, ns, 120, &format!("db-0, db-1 and notebook running and their claims bound in {ns}"), || {
+            let running = pods_of(&c, ns, "app=db").iter().filter(|p| p.1 == "Running").count() == 2;
+            let claims = c.json(&["get", "pvc", "-n", ns]);
+            let bound = claims["items"]
+                .as_array()
+                .is_some_and(|l| l.len() == 3 && l.iter().all(|k| k["status"]["phase"] == "Bound"));
+            let notebook = c.placements(ns).get("notebook").is_some_and(|n| !n.is_empty());
+            (running && bound && notebook).then_some(())
+        });
+        let bad = volume_violations(&c, ns);
+        assert!(bad.is_empty(), "{}\n{}", bad.join("\n"), t.log());
+    }
     t.assert_alive();
     assert!(t.terminate());
 }

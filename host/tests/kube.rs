@@ -286,43 +286,6 @@ spec:
     assert!(t.terminate());
 }
 
-/// A kube-scheduler of the API server's release (tests/k8s/env.sh builds
-/// it), killed on drop.
-struct KubeScheduler(Child);
-
-impl KubeScheduler {
-    fn start(c: &Cluster) -> KubeScheduler {
-        let bin = bindir().join("kube-scheduler");
-        let conf = c.dir.join("kube-scheduler.yaml");
-        std::fs::write(
-            &conf,
-            format!(
-                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-                 clientConnection: {{kubeconfig: \"{}\"}}\nleaderElection: {{leaderElect: false}}\n",
-                c.kubeconfig.display()
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(c.dir.join("kube-scheduler.log")).unwrap();
-        let child = Command::new(bin)
-            .arg("--config")
-            .arg(&conf)
-            .args(["--secure-port", "0"])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("kube-scheduler (run tests/k8s/env.sh install)");
-        KubeScheduler(child)
-    }
-}
-
-impl Drop for KubeScheduler {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The differential workload for namespace `ns`, scheduled by `scheduler`:
 /// anti-affinity, spread, host ports (`port`), node affinity, taints and
 /// pod affinity; `intolerant` can go nowhere.

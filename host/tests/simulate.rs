@@ -121,13 +121,47 @@ fn unevaluated_rules_wait_and_are_named() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("bind       apps/plain → "), "{out}");
     for (pod, field) in [
-        ("with-claim", "persistentvolumeclaim \"data\" is not bound (binding volumes is not evaluated by tephra yet)"),
         ("with-gpu-claim", "spec.resourceClaims not evaluated by tephra yet"),
         ("gated", "spec.schedulingGates not evaluated by tephra yet"),
     ] {
         assert!(!out.contains(&format!("apps/{pod} →")), "{pod} was placed:\n{out}");
         let line = out.lines().find(|l| l.contains(&format!("waiting    apps/{pod}:"))).expect("a reason");
         assert!(line.contains(&format!("{field} (tephra)")), "{line}");
+    }
+}
+
+/// examples/placement/volumes.yaml as its README says: the StatefulSet's
+/// claims get the two local volumes large enough (one pod on each of their
+/// nodes), the notebook's claim is provisioned where its class allows, the
+/// Immediate claim and the claim no volume fits wait with kube-scheduler's
+/// words.
+#[test]
+fn placement_volumes_walkthrough() {
+    let (code, out, err) = tephra(&["simulate", "examples/placement/volumes.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    for line in [
+        "created    PersistentVolumeClaim apps/data-db-0 (by StatefulSet apps/db)",
+        "created    PersistentVolumeClaim apps/data-db-1 (by StatefulSet apps/db)",
+        "volume     claim apps/data-db-0 bound to local-n0",
+        "bind       apps/db-0 → n0",
+        "volume     claim apps/data-db-1 bound to local-n1",
+        "bind       apps/db-1 → n1",
+    ] {
+        assert!(out.contains(line), "{line:?} missing:\n{out}");
+    }
+    assert!(!out.contains("local-n1-small"), "the 1Gi volume fits no claim:\n{out}");
+    assert!(!out.contains("apps/db-0 → n2") && !out.contains("apps/db-1 → n2"), "n2 has no volume:\n{out}");
+    let notebook = out.lines().find(|l| l.contains("bind       apps/notebook → ")).expect("notebook placed");
+    let node = notebook.rsplit(' ').next().unwrap();
+    assert!(["n1", "n2"].contains(&node), "zones b and c only: {notebook}");
+    assert!(out.contains(&format!("volume     claim apps/workspace provisioned on {node}")), "{out}");
+    for (pod, why) in [
+        ("archiver", "pod has unbound immediate PersistentVolumeClaims"),
+        ("greedy", "node(s) didn't find available persistent volumes to bind"),
+    ] {
+        assert!(!out.contains(&format!("apps/{pod} →")), "{pod} was placed:\n{out}");
+        let line = out.lines().rfind(|l| l.contains(&format!("waiting    apps/{pod}:"))).expect("a reason");
+        assert!(line.ends_with(&format!("0/3 nodes are available: 3 {why} (tephra)")), "{line}");
     }
 }
 

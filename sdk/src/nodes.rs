@@ -6,6 +6,10 @@
 use crate::session::Session;
 use crate::types::{AffinityExpr, Toleration};
 
+/// `affinity-expr` groups from this one on are claims still to be bound on
+/// first consumer (the nodes where they can be), not bound volumes.
+pub const BIND_GROUP: u32 = 1 << 16;
+
 /// Per node, its `node_labels` rows sorted by key, for lookups by key.
 #[derive(Default)]
 pub struct NodeLabels {
@@ -170,6 +174,21 @@ impl NodeRules {
     /// The node affinity of every bound volume holds (VolumeBinding's check).
     pub fn volumes_match(&self, s: &Session, task: usize, node: usize) -> bool {
         Self::groups_match(&self.labels, s, &self.volumes[task], node)
+    }
+
+    /// The first volume group that does not hold on `node`, if any: `true`
+    /// when it is a claim still to be bound (no volume can be bound or
+    /// provisioned for it there), `false` a bound volume's node affinity.
+    pub fn volume_misfit(&self, s: &Session, task: usize, node: usize) -> Option<bool> {
+        let exprs = &s.snap.task_affinity;
+        self.volumes[task]
+            .chunk_by(|&a, &b| exprs[a].group == exprs[b].group)
+            .find(|group| {
+                !group
+                    .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
+                    .any(|term| term.iter().all(|&r| self.labels.matches(s, &exprs[r], node)))
+            })
+            .map(|group| exprs[group[0]].group >= BIND_GROUP)
     }
 
     /// Per group, some term of `rows` matches.

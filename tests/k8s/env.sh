@@ -637,7 +637,9 @@ start_controllers() {
     # Every controller the release runs by default; pods are never collected
     # (tests count what finished), node health as upstream but evictions not
     # rate-limited (a chaos run takes many nodes down at once); clients fast
-    # enough for 50,000 pods.
+    # enough for 50,000 pods. The in-tree host-path provisioner (for testing
+    # only, as its flag says) provisions claims of classes whose provisioner
+    # is kubernetes.io/host-path, for the node the scheduler selected.
     log "starting kube-controller-manager on 127.0.0.1:$kcm_port"
     spawn "$dir" kube-controller-manager "$CONTROLLERS" \
         --kubeconfig "$dir/kubeconfig" \
@@ -647,6 +649,7 @@ start_controllers() {
         --root-ca-file "$dir/pki/ca.crt" \
         --service-account-private-key-file "$dir/pki/sa.key" \
         --controllers '*' \
+        --enable-hostpath-provisioner \
         --kube-api-qps 2000 --kube-api-burst 4000 \
         --concurrent-job-syncs 20 --concurrent-replicaset-syncs 20 --concurrent-deployment-syncs 10 \
         --concurrent-statefulset-syncs 10 --concurrent-gc-syncs 20 \

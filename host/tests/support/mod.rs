@@ -430,3 +430,40 @@ pub fn cpu_per_node(c: &Cluster, ns: &str) -> BTreeMap<String, u64> {
     }
     out
 }
+
+/// A kube-scheduler of the API server's release (tests/k8s/env.sh builds
+/// it), killed on drop.
+pub struct KubeScheduler(Child);
+
+impl KubeScheduler {
+    pub fn start(c: &Cluster) -> KubeScheduler {
+        let bin = bindir().join("kube-scheduler");
+        let conf = c.dir.join("kube-scheduler.yaml");
+        std::fs::write(
+            &conf,
+            format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 clientConnection: {{kubeconfig: \"{}\"}}\nleaderElection: {{leaderElect: false}}\n",
+                c.kubeconfig.display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(c.dir.join("kube-scheduler.log")).unwrap();
+        let child = Command::new(bin)
+            .arg("--config")
+            .arg(&conf)
+            .args(["--secure-port", "0"])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("kube-scheduler (run tests/k8s/env.sh install)");
+        KubeScheduler(child)
+    }
+}
+
+impl Drop for KubeScheduler {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -29,6 +29,7 @@ const UNSCHEDULABLE: &str = "node(s) were unschedulable";
 const AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
 const PODS_EXCEEDED: &str = "node(s) pod number exceeded";
 const VOLUME_CONFLICT: &str = "node(s) had volume node affinity conflict";
+const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// The taint a pod must tolerate to land on a cordoned node.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
@@ -57,6 +58,7 @@ struct Fixed {
     pods: Unfit,
     ports: Unfit,
     volumes: Unfit,
+    to_bind: Unfit,
     attach: Unfit,
 }
 
@@ -68,6 +70,7 @@ impl Default for Fixed {
             pods: Unfit::new(PODS_EXCEEDED),
             ports: Unfit::new(ports::CONFLICT),
             volumes: Unfit::unresolvable(VOLUME_CONFLICT),
+            to_bind: Unfit::unresolvable(BIND_CONFLICT),
             attach: Unfit::new(attach::EXCEEDED),
         }
     }
@@ -120,8 +123,12 @@ impl Predicates {
                 return Err(Unfit::unresolvable(message));
             }
         }
-        if !rules.volumes[t].is_empty() && !rules.volumes_match(s, t, n) {
-            return Err(self.fixed.volumes.clone());
+        if !rules.volumes[t].is_empty() {
+            match rules.volume_misfit(s, t, n) {
+                Some(true) => return Err(self.fixed.to_bind.clone()),
+                Some(false) => return Err(self.fixed.volumes.clone()),
+                None => {}
+            }
         }
         if self.ports_on && self.ports.any(t as u32) && !self.ports.free(t as u32, n as u32) {
             return Err(self.fixed.ports.clone());

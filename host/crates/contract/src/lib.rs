@@ -129,6 +129,10 @@ pub mod world {
 /// The plugin contract version this host speaks (`wit/scheduler.wit`).
 pub const CONTRACT: &str = "0.7.0";
 
+/// `affinity-expr` groups from this one on are claims still to be bound on
+/// first consumer (the nodes where they can be), not bound volumes.
+pub const BIND_GROUP: u32 = 1 << 16;
+
 /// Every contract version this host loads, newest first.
 pub const SUPPORTED: [&str; 4] = [CONTRACT, "0.6.0", "0.5.0", "0.4.0"];
 

@@ -22,6 +22,7 @@ pub mod sink;
 pub mod snapshot;
 pub mod source;
 pub mod status;
+pub mod volumes;
 pub mod watch;
 
 use anyhow::{Context, Result};

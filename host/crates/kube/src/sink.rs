@@ -1,5 +1,5 @@
 //! Applies a cycle's decisions to the API server: binds through
-//! `pods/binding`, evictions through the Eviction API (or a plain delete),
+//! `pods/binding` (their claims' volumes first, see [`volumes`]), evictions through the Eviction API (or a plain delete),
 //! nominations through pod status.
 //!
 //! The Outcome holds only committed statements, so a gang reaches here whole.
@@ -12,6 +12,7 @@
 use super::events::{reference, Kind, Recorder};
 use super::kinds::VOLCANO_API;
 use super::source::Store;
+use super::volumes;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,7 +20,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::Client;
 use serde_json::json;
+use std::collections::HashMap;
 use tephra_model::cluster::Cluster;
+use tephra_model::storage;
 use tephra_session::session::{Decision, Outcome};
 
 /// How pods are evicted.
@@ -95,7 +98,8 @@ impl Sink {
             match d {
                 Decision::Bind { task, node } => {
                     if let Some(p) = pod_of(*task) {
-                        binds.push((p, out.names.nodes[*node as usize].clone()));
+                        let (job, pod) = (out.task_job[*task as usize], out.extra.task_pod[*task as usize]);
+                        binds.push((p, out.names.nodes[*node as usize].clone(), job, pod));
                     }
                 }
                 Decision::Evict { task, reason } => {
@@ -149,19 +153,55 @@ impl Sink {
                 }
             }
         }
-        let results: Vec<_> = futures::stream::iter(binds)
-            .map(|(pod, node)| async move {
+        // Claims bound on first consumer get their volumes with the
+        // placement, a job's all or none; a pod none is left for waits.
+        let keys: Vec<(u32, usize, &str)> = binds.iter().map(|(_, n, job, pod)| (*job, *pod, n.as_str())).collect();
+        let picks = storage::pick_binds(cluster, &keys);
+        let mut versions = HashMap::new();
+        let mut ready = Vec::new();
+        for ((pod, node, ..), pick) in binds.into_iter().zip(picks) {
+            match pick {
+                Ok(writes) => {
+                    for b in &writes {
+                        if let storage::Bind::Volume { volume, .. } = b {
+                            versions.insert(volume.clone(), store.version("persistentvolumes", volume));
+                        }
+                    }
+                    ready.push((pod, node, writes));
+                }
+                Err(why) => {
+                    let key = pod.key();
+                    tracing::info!("not binding {key} to {node}: {why}");
+                    let message = format!("binding volumes: {why}");
+                    rec.emit(&pod.object(), Kind::Warning, "FailedScheduling", &message).await;
+                    applied.bind_failures.push((key, message));
+                }
+            }
+        }
+        let versions = &versions;
+        let results: Vec<_> = futures::stream::iter(ready)
+            .map(|(pod, node, writes)| async move {
+                let written = match volumes::write(client, &writes, |v| versions.get(v).cloned().flatten()).await {
+                    Ok(w) => w,
+                    Err(e) => return (pod, node, Vec::new(), Err(e)),
+                };
                 let r = bind(client, &pod, &node).await;
-                (pod, node, r)
+                if r.is_err() {
+                    volumes::undo(client, &written).await;
+                }
+                (pod, node, written, r)
             })
             .buffer_unordered(self.concurrency)
             .collect()
             .await;
         let mut scheduled = Vec::new();
-        for (pod, node, r) in results {
+        for (pod, node, written, r) in results {
             let key = pod.key();
             match r {
                 Ok(()) => {
+                    for w in &written {
+                        storage::assume(cluster, &w.bind);
+                    }
                     scheduled.push((pod.object(), format!("Successfully assigned {key} to {node}")));
                     store.assume_bind(cluster, &key, &node);
                     applied.bound.push((key, node));

@@ -24,7 +24,7 @@ use crate::kinds::{
 use crate::watch::{forward, ids, key_of, Change, Denied, Feed, Spec, Step};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::CSINode;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
@@ -66,7 +66,7 @@ struct Watched {
 }
 
 /// How many watches there are (pods are watched twice).
-const WATCH_COUNT: usize = 12;
+const WATCH_COUNT: usize = 13;
 
 /// Every watch. Pods are watched twice with field selectors, as Volcano's
 /// informer filters them: ours (any state), and others' bound ones, which
@@ -229,6 +229,25 @@ const WATCHED: [Watched; WATCH_COUNT] = [
             s.keyed::<PersistentVolume, _>(w, o, &mut c.volumes, pick);
         },
         deleted: |s, c, w, key| s.forget(w, &mut c.volumes, key),
+        held: Store::held,
+    },
+    Watched {
+        // How claims are bound: on first consumer, by whom, where.
+        name: "storageclasses",
+        kind: "StorageClass",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<StorageClass>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::StorageClass(name, class) => Some((name, class)),
+                _ => None,
+            };
+            s.keyed::<StorageClass, _>(w, o, &mut c.storage_classes, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.storage_classes, key),
         held: Store::held,
     },
     Watched {
@@ -420,7 +439,8 @@ pub struct Store {
     pub queues: HashMap<String, ObjMeta>,
     nodes: HashMap<String, (String, String)>,
     /// For the kinds kept as one value under a name (priority classes,
-    /// namespaces, claims, volumes, CSINodes, HyperNodes, Reservations),
+    /// namespaces, claims, volumes, storage classes, CSINodes, HyperNodes,
+    /// Reservations),
     /// per watch: key → resourceVersion.
     versions: [HashMap<String, String>; WATCH_COUNT],
     /// Each Reservation's status as the API has it.
@@ -520,6 +540,12 @@ impl Store {
     }
 
     /// The keys a keyed watch holds.
+    /// The resourceVersion of object `key` of watch `name` (a kind kept
+    /// under its name), as last seen.
+    pub fn version(&self, name: &str, key: &str) -> Option<String> {
+        self.versions[watch(name)?].get(key).cloned()
+    }
+
     fn held(&self, w: usize) -> Vec<String> {
         self.versions[w].keys().cloned().collect()
     }

@@ -337,6 +337,8 @@ pub struct Cluster {
     pub claims: BTreeMap<String, Claim>,
     /// PersistentVolumes by name: their required node affinity.
     pub volumes: BTreeMap<String, Volume>,
+    /// StorageClasses by name: how their claims are bound.
+    pub storage_classes: BTreeMap<String, crate::storage::StorageClass>,
     /// Per node (its CSINode), how many volumes each CSI driver can attach.
     pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
     /// HyperNodes by name.
@@ -364,6 +366,9 @@ pub struct Workload {
     pub replicas: u32,
     /// What each pod is made from (its name is set when made).
     pub template: Pod,
+    /// A StatefulSet's `volumeClaimTemplates`: (name, claim); its pod
+    /// `<name>-<ordinal>` mounts claim `<template>-<name>-<ordinal>`.
+    pub claim_templates: Vec<(String, Claim)>,
     /// A batch Job's completion rules (a CronJob's for the Jobs it makes).
     pub job: Option<JobSpec>,
     /// A CronJob's schedule (five-field cron, on the simulated clock, UTC).
@@ -430,21 +435,45 @@ impl Workload {
     }
 }
 
-/// A PersistentVolumeClaim: the volume it is bound to, if any.
+/// A PersistentVolumeClaim: the volume it is bound to, if any, and what
+/// a volume must offer to be bound to it (see [`crate::storage`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Claim {
     /// `spec.volumeName` once the claim is Bound.
     pub volume: Option<String>,
+    /// `spec.storageClassName` (`""`: no class; absent: the default class).
+    pub class: Option<String>,
+    /// `spec.resources.requests.storage`, in bytes.
+    pub request: u64,
+    /// `spec.accessModes`.
+    pub modes: Vec<String>,
+    /// `spec.volumeMode: Block` (else Filesystem).
+    pub block: bool,
+    /// Annotation `volume.kubernetes.io/selected-node`: provisioning for
+    /// this node is under way.
+    pub selected_node: Option<String>,
 }
 
 /// A PersistentVolume: its required node affinity, terms ORed (none: any
-/// node), and for a CSI volume its driver and handle.
+/// node), for a CSI volume its driver and handle, and what it offers a claim.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Volume {
     /// `spec.nodeAffinity.required.nodeSelectorTerms`.
     pub affinity: Vec<Vec<MatchExpr>>,
     /// `spec.csi`: its driver and volume handle.
     pub csi: Option<(String, String)>,
+    /// `spec.storageClassName` (`""`: none).
+    pub class: String,
+    /// `spec.capacity.storage`, in bytes.
+    pub capacity: u64,
+    /// `spec.accessModes`.
+    pub modes: Vec<String>,
+    /// `spec.volumeMode: Block` (else Filesystem).
+    pub block: bool,
+    /// `spec.claimRef` as `namespace/name`: the claim it is (being) bound to.
+    pub claim: Option<String>,
+    /// Not Released or Failed: it can be bound.
+    pub available: bool,
 }
 
 /// The part of a pod that changes as it is scheduled and runs.

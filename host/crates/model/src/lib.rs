@@ -2,8 +2,8 @@
 //!
 //! [`cluster`] is the model a driver fills (from manifests through
 //! `tephra-readers`, or from the API server's watches); [`node`],
-//! [`topology`] and [`window`] are the parts nodes, HyperNodes and advance
-//! reservations bring; [`timelimit`] the rules of jobs' time limits;
+//! [`topology`], [`window`] and [`storage`] are the parts nodes, HyperNodes,
+//! advance reservations and volumes bring; [`timelimit`] the rules of jobs' time limits;
 //! [`resource`] and [`duration`] Kubernetes' units.
 
 #![warn(missing_docs)]
@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod duration;
 pub mod node;
 pub mod resource;
+pub mod storage;
 pub mod text;
 pub mod timelimit;
 pub mod topology;

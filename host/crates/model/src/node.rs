@@ -124,3 +124,21 @@ pub fn selects(sel: &Selector, labels: &BTreeMap<String, String>) -> bool {
         }
     })
 }
+
+/// Whether `node` satisfies every expression of a node-selector term
+/// (labels, or its name for `matchFields`), as node affinity evaluates it.
+pub fn term_admits(term: &[MatchExpr], node: &Node) -> bool {
+    term.iter().all(|r| {
+        let v = if r.field { (r.key == "metadata.name").then_some(&node.name) } else { node.labels.get(&r.key) };
+        let number = |s: &str| s.parse::<i64>().ok();
+        match r.operator.as_str() {
+            "In" => v.is_some_and(|v| r.values.contains(v)),
+            "NotIn" => v.is_none_or(|v| !r.values.contains(v)),
+            "Exists" => v.is_some(),
+            "DoesNotExist" => v.is_none(),
+            "Gt" => matches!((v.and_then(|v| number(v)), r.values.first().and_then(|x| number(x))), (Some(a), Some(b)) if a > b),
+            "Lt" => matches!((v.and_then(|v| number(v)), r.values.first().and_then(|x| number(x))), (Some(a), Some(b)) if a < b),
+            _ => false,
+        }
+    })
+}

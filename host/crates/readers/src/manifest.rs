@@ -151,7 +151,7 @@ mod tests {
             err("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"),
             "f.yaml: Secret s: kind \"Secret\" of apiVersion \"v1\" is not supported (supported: v1 Node, Pod, \
              Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; apps/v1 Deployment, ReplicaSet, \
-             StatefulSet; batch.volcano.sh/v1alpha1 Job; batch/v1 Job, CronJob; storage.k8s.io/v1 CSINode; \
+             StatefulSet; batch.volcano.sh/v1alpha1 Job; batch/v1 Job, CronJob; storage.k8s.io/v1 StorageClass, CSINode; \
              scheduling.volcano.sh/v1beta1 Queue, PodGroup; topology.volcano.sh/v1alpha1 HyperNode; \
              scheduling.k8s.io/v1 PriorityClass; tephra.io/v1alpha1 Reservation)"
         );
@@ -218,23 +218,58 @@ status: {phase: Bound}
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: later, namespace: ns}
-spec: {volumeName: pv2}
+metadata: {name: later, namespace: ns, annotations: {volume.kubernetes.io/selected-node: n1}}
+spec: {volumeName: pv2, storageClassName: fast, accessModes: [ReadWriteOnce], volumeMode: Block, resources: {requests: {storage: 1Gi}}}
 status: {phase: Pending}
 ---
 apiVersion: v1
 kind: PersistentVolume
 metadata: {name: pv1}
 spec:
+  storageClassName: fast
+  capacity: {storage: 1500M}
+  accessModes: [ReadWriteOnce, ReadOnlyMany]
+  claimRef: {namespace: ns, name: data}
   nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}
+status: {phase: Bound}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast, annotations: {storageclass.kubernetes.io/is-default-class: 'true'}}
+provisioner: csi.example.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies: [{matchLabelExpressions: [{key: zone, values: [a, b]}]}]
 ";
         let objs: Vec<Object> = parse(text, "t.yaml").unwrap().into_iter().map(|t| t.object).collect();
         let Object::Pod(p) = &objs[0] else { panic!() };
         assert_eq!(p.claims, ["data", "p-scratch"]);
-        assert!(matches!(&objs[1], Object::Claim(k, Claim { volume: Some(v) }) if k == "ns/data" && v == "pv1"));
-        assert!(matches!(&objs[2], Object::Claim(k, Claim { volume: None }) if k == "ns/later"));
+        assert!(matches!(&objs[1], Object::Claim(k, Claim { volume: Some(v), .. }) if k == "ns/data" && v == "pv1"));
+        let Object::Claim(k, later) = &objs[2] else { panic!() };
+        let want = Claim {
+            volume: None,
+            class: Some("fast".into()),
+            request: 1 << 30,
+            modes: vec!["ReadWriteOnce".into()],
+            block: true,
+            selected_node: Some("n1".into()),
+        };
+        assert_eq!((k.as_str(), later), ("ns/later", &want));
         let Object::Volume(name, v) = &objs[3] else { panic!() };
         assert_eq!((name.as_str(), v.affinity.len(), v.affinity[0][0].key.as_str()), ("pv1", 1, "zone"));
+        assert_eq!((v.class.as_str(), v.capacity, v.modes.len()), ("fast", 1_500_000_000, 2));
+        assert_eq!((v.claim.as_deref(), v.available, v.block), (Some("ns/data"), true, false));
+        let Object::StorageClass(name, class) = &objs[4] else { panic!() };
+        assert_eq!(
+            (name.as_str(), class.provisioner.as_str(), class.wait_for_consumer),
+            ("fast", "csi.example.com", true)
+        );
+        assert!(class.default && class.topologies[0][0].values == ["a", "b"], "{class:?}");
+        let bad = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: s}\nprovisioner: x\nvolumeBindingMode: Later\n";
+        let err = parse(bad, "t.yaml").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "t.yaml: StorageClass s: volumeBindingMode: \"Later\" is not Immediate or WaitForFirstConsumer"
+        );
         let bad = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec:\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: Near}]}]}}\n";
         let err = parse(bad, "t.yaml").unwrap_err().to_string();
         assert!(err.starts_with("t.yaml: PersistentVolume pv: spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator: "), "{err}");

@@ -31,6 +31,9 @@ pub struct CycleReport {
     pub admitted: Vec<String>,
     /// (pod, node)
     pub binds: Vec<(String, String)>,
+    /// Claims bound with their pods' placements (to a volume, or
+    /// provisioned on the node).
+    pub volumes: Vec<String>,
     /// (pod, node, reason)
     pub evictions: Vec<(String, String, String)>,
     /// The queue of each eviction's pod, in the same order.
@@ -95,6 +98,7 @@ impl CycleReport {
             && self.finished.is_empty()
             && self.admitted.is_empty()
             && self.binds.is_empty()
+            && self.volumes.is_empty()
             && self.evictions.is_empty()
             && self.phases.is_empty()
     }
@@ -129,6 +133,9 @@ impl CycleReport {
         }
         for j in &self.admitted {
             line("admitted", j.clone());
+        }
+        for v in &self.volumes {
+            line("volume", v.clone());
         }
         for (p, n) in &self.binds {
             line("bind", format!("{p} → {n}"));

@@ -11,6 +11,7 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 use tephra_contract::JobPhase;
 use tephra_model::cluster::*;
+use tephra_model::storage;
 use tephra_model::tracked::Tracked;
 use tephra_readers::manifest::{Object, Timed, DURATION};
 use tephra_scheduler::queues::queue_rows;
@@ -409,9 +410,44 @@ impl Sim {
             let h = hn as usize;
             r.domains.push((who, format!("HyperNode {} (tier {})", tree.names[h], tree.tiers[h])));
         }
+        // Volumes bound on first consumer are bound with the placement (the
+        // simulator plays the volume controller and the provisioner too).
+        let binds: Vec<(u32, usize, &str)> = out
+            .decisions
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Bind { task, node } => Some((
+                    out.task_job[*task as usize],
+                    out.extra.task_pod[*task as usize],
+                    names.nodes[*node as usize].as_str(),
+                )),
+                _ => None,
+            })
+            .collect();
+        let mut volumes = storage::pick_binds(c, &binds).into_iter();
         for d in &out.decisions {
             match d {
                 Decision::Bind { task, node } => {
+                    match volumes.next() {
+                        Some(Ok(writes)) => {
+                            for b in &writes {
+                                storage::complete(c, b);
+                                r.volumes.push(match b {
+                                    storage::Bind::Volume { claim, volume } => {
+                                        format!("claim {claim} bound to {volume}")
+                                    }
+                                    storage::Bind::Provision { claim, node } => {
+                                        format!("claim {claim} provisioned on {node}")
+                                    }
+                                });
+                            }
+                        }
+                        Some(Err(why)) => {
+                            r.pending.push((names.tasks[*task as usize].clone(), why));
+                            continue;
+                        }
+                        None => {}
+                    }
                     let pod = c.pods.status_mut(out.extra.task_pod[*task as usize]);
                     *pod.node = Some(names.nodes[*node as usize].clone());
                     *pod.nominated_node = None;

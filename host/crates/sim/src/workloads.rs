@@ -107,7 +107,20 @@ impl Controllers {
                             Some(&i) if c.pods[i].phase == PodPhase::Running => continue,
                             Some(_) => break,
                             None => {
-                                new.push(self.pod(w, Some(format!("{}-{k}", w.name)), None));
+                                let p = self.pod(w, Some(format!("{}-{k}", w.name)), None);
+                                // Its claims outlive it: made once, kept for its successors.
+                                for (tpl, claim) in &w.claim_templates {
+                                    let key = format!("{}/{tpl}-{}", p.namespace, p.name);
+                                    if let std::collections::btree_map::Entry::Vacant(e) = c.claims.entry(key) {
+                                        made.push(format!(
+                                            "PersistentVolumeClaim {} (by StatefulSet {})",
+                                            e.key(),
+                                            w.key()
+                                        ));
+                                        e.insert(claim.clone());
+                                    }
+                                }
+                                new.push(p);
                                 break;
                             }
                         }
@@ -183,6 +196,7 @@ impl Controllers {
             Some(k) => format!("{}-{k}-{n}", w.name),
             None => format!("{}-{n}", w.name),
         });
+        p.claims.extend(w.claim_templates.iter().map(|(tpl, _)| format!("{tpl}-{}", p.name)));
         p.created = w.created + i64::from(*n);
         p.annotations.insert(OWNER.into(), tag);
         if let Some(k) = index {

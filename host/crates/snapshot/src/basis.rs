@@ -5,6 +5,7 @@ use crate::rules::LabelKeys;
 use std::collections::BTreeMap;
 use tephra_contract::TaskStatus;
 use tephra_model::cluster::{Claim, Cluster, PriorityClass, Volume};
+use tephra_model::storage::StorageClass;
 use tephra_model::tracked::Mark;
 
 /// Where a session's cluster stood: nodes, queues, PodGroups, pods.
@@ -50,23 +51,33 @@ pub struct Basis {
     pub session: u64,
 }
 
-/// A cluster's claims, volumes and attach limits, as a session saw them.
+/// A cluster's claims, volumes, storage classes and attach limits, as a
+/// session saw them.
 #[derive(Clone, Debug, Default)]
 pub struct Storage {
     claims: BTreeMap<String, Claim>,
     volumes: BTreeMap<String, Volume>,
+    classes: BTreeMap<String, StorageClass>,
     attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 impl Storage {
-    /// What `c` has of claims, volumes and attach limits now.
+    /// What `c` has of claims, volumes, storage classes and attach limits now.
     pub fn of(c: &Cluster) -> Storage {
-        Storage { claims: c.claims.clone(), volumes: c.volumes.clone(), attach_limits: c.attach_limits.clone() }
+        Storage {
+            claims: c.claims.clone(),
+            volumes: c.volumes.clone(),
+            classes: c.storage_classes.clone(),
+            attach_limits: c.attach_limits.clone(),
+        }
     }
 
     /// Whether `c` still has these.
     pub(crate) fn is(&self, c: &Cluster) -> bool {
-        self.claims == c.claims && self.volumes == c.volumes && self.attach_limits == c.attach_limits
+        self.claims == c.claims
+            && self.volumes == c.volumes
+            && self.classes == c.storage_classes
+            && self.attach_limits == c.attach_limits
     }
 }
 

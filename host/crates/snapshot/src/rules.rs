@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use tephra_contract as c;
 use tephra_model::cluster::{Cluster, MatchExpr, Pod, PodTerm};
 use tephra_model::node::selects;
+use tephra_model::storage;
 
 /// Rows of residents, numbered from 0 until the task count is known.
 #[derive(Default)]
@@ -159,40 +160,51 @@ pub(super) fn task(
     }
 }
 
-/// The node affinity of the volumes a task's claims are bound to, as
-/// `task-affinity` groups 1, 2, …; what keeps the task from any node (a
-/// claim missing or unbound, a volume missing) is returned instead, one
-/// reason each, as kube-scheduler's VolumeBinding words it.
+/// The node affinity of the volumes a task's claims are bound to, or for a
+/// claim bound on first consumer where it can be (see
+/// `tephra_model::storage`), as `task-affinity` groups 1, 2, … (claims to
+/// bind: `BIND_GROUP` + 1, + 2, …, so their misfit is worded apart); what keeps
+/// the task from any node (a claim missing or waiting for another binder, a
+/// volume missing) is returned instead, one reason each, as kube-scheduler's
+/// VolumeBinding words it.
 pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: &Pod, t: u32) -> Vec<String> {
     let mut why = Vec::new();
-    let mut group = 0;
+    let (mut group, mut to_bind) = (0, c::BIND_GROUP);
     for claim in &p.claims {
         let Some(bound) = c.claims.get(&format!("{}/{claim}", p.namespace)) else {
             why.push(format!("persistentvolumeclaim \"{claim}\" not found"));
             continue;
         };
-        let Some(volume) = &bound.volume else {
-            why.push(format!(
-                "persistentvolumeclaim \"{claim}\" is not bound (binding volumes is not evaluated by tephra yet)"
-            ));
-            continue;
+        let (number, terms) = match &bound.volume {
+            // Bound on first consumer: the nodes where it can still be bound.
+            None => match storage::places(c, &format!("{}/{claim}", p.namespace), bound) {
+                Ok(None) => continue,
+                Ok(Some(terms)) => (&mut to_bind, terms),
+                Err(e) => {
+                    why.push(e);
+                    continue;
+                }
+            },
+            Some(volume) => {
+                let Some(v) = c.volumes.get(volume) else {
+                    why.push(format!("persistentvolume \"{volume}\" not found"));
+                    continue;
+                };
+                if let Some((driver, handle)) = &v.csi {
+                    snap.pod_attachments.push(c::Attachment { pod: t, driver: s.id(driver), handle: s.id(handle) });
+                }
+                if v.affinity.is_empty() {
+                    continue;
+                }
+                (&mut group, v.affinity.clone())
+            }
         };
-        let Some(v) = c.volumes.get(volume) else {
-            why.push(format!("persistentvolume \"{volume}\" not found"));
-            continue;
-        };
-        if let Some((driver, handle)) = &v.csi {
-            snap.pod_attachments.push(c::Attachment { pod: t, driver: s.id(driver), handle: s.id(handle) });
-        }
-        if v.affinity.is_empty() {
-            continue;
-        }
-        group += 1;
-        for (term, exprs) in v.affinity.iter().enumerate() {
+        *number += 1;
+        for (term, exprs) in terms.iter().enumerate() {
             for e in exprs {
                 snap.task_affinity.push(c::AffinityExpr {
                     task: t,
-                    group,
+                    group: *number,
                     term: term as u32,
                     weight: 0,
                     field: e.field,

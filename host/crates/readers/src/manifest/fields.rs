@@ -31,8 +31,14 @@ impl<'a> At<'a> {
     }
 }
 
+/// The value at a dotted path; a segment `name[i]` is item `i` of a list.
 pub(super) fn get<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
-    path.split('.').try_fold(v, |v, k| v.get(k)).filter(|v| !v.is_null())
+    path.split('.')
+        .try_fold(v, |v, k| match k.split_once('[') {
+            Some((name, i)) => v.get(name)?.get(i.strip_suffix(']')?.parse::<usize>().ok()?),
+            None => v.get(k),
+        })
+        .filter(|v| !v.is_null())
 }
 
 pub(super) fn string(at: &At, v: &Value, path: &str) -> Result<Option<String>> {

@@ -33,6 +33,8 @@ pub enum Object {
     Claim(String, Claim),
     /// A PersistentVolume's name and node affinity.
     Volume(String, Volume),
+    /// A StorageClass's name and binding rules.
+    StorageClass(String, tephra_model::storage::StorageClass),
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
     /// A HyperNode.
@@ -58,6 +60,7 @@ impl Object {
             Object::Namespace(n, _) => ("Namespace", n.clone()),
             Object::Claim(k, _) => ("PersistentVolumeClaim", k.clone()),
             Object::Volume(n, _) => ("PersistentVolume", n.clone()),
+            Object::StorageClass(n, _) => ("StorageClass", n.clone()),
             Object::AttachLimits(n, _) => ("CSINode", n.clone()),
             Object::HyperNode(h) => ("HyperNode", h.name.clone()),
             Object::Reservation(r) => ("Reservation", r.name.clone()),
@@ -67,7 +70,7 @@ impl Object {
     }
 
     /// Stores an object kept under its name (priority class, namespace,
-    /// claim, volume, attach limits) in `c`; any other comes back.
+    /// claim, volume, storage class, attach limits) in `c`; any other comes back.
     pub fn keep_in(self, c: &mut Cluster) -> Option<Object> {
         match self {
             Object::PriorityClass(n, p) => {
@@ -81,6 +84,9 @@ impl Object {
             }
             Object::Volume(name, volume) => {
                 c.volumes.insert(name, volume);
+            }
+            Object::StorageClass(name, class) => {
+                c.storage_classes.insert(name, class);
             }
             Object::AttachLimits(node, limits) => {
                 c.attach_limits.insert(node, limits);

@@ -2,7 +2,8 @@
 //! `batch/v1` Job and CronJob, read with their pod template; the simulator's
 //! controllers make their pods (and a CronJob's Jobs).
 
-use super::fields::{count, get, map, string, Doc, Meta};
+use super::core::claim_in;
+use super::fields::{count, get, map, seq, string, Doc, Meta};
 use super::object::Object;
 use super::pod::{estimate, pod_spec, preemptable};
 use anyhow::Result;
@@ -60,5 +61,25 @@ pub(super) fn read(d: Doc) -> Result<Object> {
     } else {
         (bounded("spec.replicas", count(at, v, "spec.replicas")?.unwrap_or(1))?, None)
     };
-    Ok(Object::Workload(Box::new(Workload { kind, namespace, name, replicas, template, job, schedule, created })))
+    // A StatefulSet's claims, one of each template per pod.
+    let mut claim_templates = Vec::new();
+    if kind == WorkloadKind::StatefulSet {
+        for i in 0..seq(at, v, "spec.volumeClaimTemplates")?.len() {
+            let path = format!("spec.volumeClaimTemplates[{i}].");
+            let name = string(at, v, &format!("{path}metadata.name"))?
+                .ok_or_else(|| at.err(&format!("{path}metadata.name"), "missing"))?;
+            claim_templates.push((name, claim_in(at, v, &path, &Default::default())?));
+        }
+    }
+    Ok(Object::Workload(Box::new(Workload {
+        kind,
+        namespace,
+        name,
+        replicas,
+        template,
+        claim_templates,
+        job,
+        schedule,
+        created,
+    })))
 }

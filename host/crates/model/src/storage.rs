@@ -1,0 +1,408 @@
+//! Volumes bound on first consumer, as kube-scheduler's VolumeBinding binds
+//! them: where a pod whose claim is not bound yet may go ([`places`]), and
+//! which volume its claim gets on the node chosen ([`Binder`]).
+//!
+//! A claim of a `WaitForFirstConsumer` class is bound once its pod has a
+//! node: to the smallest available PersistentVolume that fits it and whose
+//! node affinity takes that node, or, if none does and the class has a
+//! provisioner whose `allowedTopologies` take the node, by provisioning
+//! (the claim is annotated with the node, the provisioner makes the volume).
+//! A claim of any other class waits until something else binds it.
+
+use crate::cluster::{Claim, Cluster, Volume};
+use crate::node::{term_admits, MatchExpr, Node};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The annotation naming the node a claim is provisioned for.
+pub const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// The provisioner of classes whose volumes are made by hand.
+pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
+/// The annotation marking the default StorageClass.
+pub const DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
+/// Why a pod with an unbound claim of an `Immediate` class waits (kube-scheduler's words).
+pub const IMMEDIATE_UNBOUND: &str = "pod has unbound immediate PersistentVolumeClaims";
+/// Why a node has no volume for a claim (kube-scheduler's words).
+pub const NO_VOLUME: &str = "node(s) didn't find available persistent volumes to bind";
+
+/// A StorageClass: how its claims are bound.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StorageClass {
+    /// `provisioner` ([`NO_PROVISIONER`]: volumes are made by hand).
+    pub provisioner: String,
+    /// `volumeBindingMode: WaitForFirstConsumer` (else `Immediate`).
+    pub wait_for_consumer: bool,
+    /// `allowedTopologies`: terms ORed, each a set of `In` expressions
+    /// ANDed (none: any node).
+    pub topologies: Vec<Vec<MatchExpr>>,
+    /// Annotated as the default class.
+    pub default: bool,
+}
+
+impl StorageClass {
+    /// Whether it provisions volumes.
+    pub fn provisions(&self) -> bool {
+        !self.provisioner.is_empty() && self.provisioner != NO_PROVISIONER
+    }
+}
+
+/// What binding a claim on a node writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// Volume `volume` is bound to claim `claim` (`namespace/name`).
+    Volume {
+        /// The claim's `namespace/name`.
+        claim: String,
+        /// The PersistentVolume's name.
+        volume: String,
+    },
+    /// Claim `claim` is provisioned for node `node`.
+    Provision {
+        /// The claim's `namespace/name`.
+        claim: String,
+        /// The node chosen.
+        node: String,
+    },
+}
+
+impl Bind {
+    /// The claim bound.
+    pub fn claim(&self) -> &str {
+        match self {
+            Bind::Volume { claim, .. } | Bind::Provision { claim, .. } => claim,
+        }
+    }
+}
+
+/// The class a claim is bound under: `None` for a claim without one (the
+/// empty name, or none given and no default class), which binds at once.
+pub fn class_of<'a>(c: &'a Cluster, claim: &Claim) -> Result<Option<(&'a str, &'a StorageClass)>, String> {
+    match claim.class.as_deref() {
+        Some("") => Ok(None),
+        Some(name) => match c.storage_classes.get_key_value(name) {
+            Some((n, class)) => Ok(Some((n.as_str(), class))),
+            None => Err(format!("storageclass.storage.k8s.io \"{name}\" not found")),
+        },
+        None => Ok(c.storage_classes.iter().find(|(_, s)| s.default).map(|(n, s)| (n.as_str(), s))),
+    }
+}
+
+/// Whether volume `v` can be bound to claim `key` of class `class`: free
+/// (or already meant for it), of the class, mode and access modes asked, and
+/// large enough.
+fn fits(v: &Volume, key: &str, claim: &Claim, class: &str) -> bool {
+    v.claim.as_deref().is_none_or(|k| k == key)
+        && v.available
+        && v.class == class
+        && v.block == claim.block
+        && claim.modes.iter().all(|m| v.modes.contains(m))
+        && v.capacity >= claim.request
+}
+
+/// A volume already meant for claim `key` (its `claimRef` names it): the
+/// only one the claim may get.
+fn meant_for<'a>(c: &'a Cluster, key: &str) -> Option<(&'a String, &'a Volume)> {
+    c.volumes.iter().find(|(_, v)| v.claim.as_deref() == Some(key))
+}
+
+/// Where unbound claim `key` may be bound: `Ok(None)` on any node,
+/// `Ok(Some(terms))` on nodes any term admits, or why it waits.
+pub fn places(c: &Cluster, key: &str, claim: &Claim) -> Result<Option<Vec<Vec<MatchExpr>>>, String> {
+    let Some((class_name, class)) = class_of(c, claim)?.filter(|(_, s)| s.wait_for_consumer) else {
+        return Err(IMMEDIATE_UNBOUND.into());
+    };
+    if let Some(node) = &claim.selected_node {
+        let on =
+            MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: vec![node.clone()], field: true };
+        return Ok(Some(vec![vec![on]]));
+    }
+    if let Some((_, v)) = meant_for(c, key) {
+        return Ok((!v.affinity.is_empty()).then(|| v.affinity.clone()));
+    }
+    let mut terms = Vec::new();
+    for v in c.volumes.values().filter(|v| fits(v, key, claim, class_name)) {
+        if v.affinity.is_empty() {
+            return Ok(None);
+        }
+        terms.extend(v.affinity.iter().cloned());
+    }
+    if class.provisions() {
+        if class.topologies.is_empty() {
+            return Ok(None);
+        }
+        terms.extend(class.topologies.iter().cloned());
+    }
+    if terms.is_empty() {
+        return Err(NO_VOLUME.into());
+    }
+    Ok(Some(terms))
+}
+
+/// Whether a volume's node affinity (terms ORed; none: any node) admits `node`.
+fn admits(terms: &[Vec<MatchExpr>], node: &Node) -> bool {
+    terms.is_empty() || terms.iter().any(|t| term_admits(t, node))
+}
+
+/// Picks the volumes of one cycle's placements, so that two pods never get
+/// the same volume and a claim two pods share is bound once.
+#[derive(Clone, Debug, Default)]
+pub struct Binder {
+    /// Volumes picked this cycle.
+    taken: BTreeSet<String>,
+    /// Claims bound this cycle, and how.
+    picked: BTreeMap<String, Bind>,
+}
+
+impl Binder {
+    /// What binding `pod`'s unbound claims on `node` writes, or why it
+    /// cannot be bound there. Nothing is kept when it fails.
+    pub fn pick(&mut self, c: &Cluster, namespace: &str, claims: &[String], node: &Node) -> Result<Vec<Bind>, String> {
+        let mut binds = Vec::new();
+        let mut taken = BTreeSet::new();
+        for name in claims {
+            let key = format!("{namespace}/{name}");
+            let Some(claim) = c.claims.get(&key) else {
+                return Err(format!("persistentvolumeclaim \"{name}\" not found"));
+            };
+            if claim.volume.is_some() {
+                continue;
+            }
+            let on_node = |b: &Bind| match b {
+                Bind::Volume { volume, .. } => c.volumes.get(volume).is_some_and(|v| admits(&v.affinity, node)),
+                Bind::Provision { node: n, .. } => *n == node.name,
+            };
+            if let Some(b) = self.picked.get(&key).or_else(|| binds.iter().find(|b: &&Bind| b.claim() == key)) {
+                if on_node(b) {
+                    continue;
+                }
+                return Err(format!("persistentvolumeclaim \"{name}\" is being bound for another node"));
+            }
+            let refused = || {
+                format!(
+                    "persistentvolumeclaim \"{name}\": no available persistent volume to bind on node {}",
+                    node.name
+                )
+            };
+            let Some((class_name, class)) = class_of(c, claim)?.filter(|(_, s)| s.wait_for_consumer) else {
+                return Err(IMMEDIATE_UNBOUND.into());
+            };
+            if let Some(n) = &claim.selected_node {
+                // Provisioning for it is under way: only its node will do.
+                if *n == node.name {
+                    continue;
+                }
+                return Err(refused());
+            }
+            if let Some((_, v)) = meant_for(c, &key) {
+                if admits(&v.affinity, node) {
+                    continue;
+                }
+                return Err(refused());
+            }
+            // The smallest volume that fits, as the PV controller matches.
+            let best = c
+                .volumes
+                .iter()
+                .filter(|(n, v)| {
+                    !self.taken.contains(*n)
+                        && !taken.contains(*n)
+                        && fits(v, &key, claim, class_name)
+                        && admits(&v.affinity, node)
+                })
+                .min_by(|a, b| a.1.capacity.cmp(&b.1.capacity).then(a.0.cmp(b.0)));
+            match best {
+                Some((volume, _)) => {
+                    taken.insert(volume.clone());
+                    binds.push(Bind::Volume { claim: key, volume: volume.clone() });
+                }
+                None if class.provisions() && admits(&class.topologies, node) => {
+                    binds.push(Bind::Provision { claim: key, node: node.name.clone() });
+                }
+                None => return Err(refused()),
+            }
+        }
+        self.taken.extend(taken);
+        self.picked.extend(binds.iter().map(|b| (b.claim().to_string(), b.clone())));
+        Ok(binds)
+    }
+}
+
+/// Picks the volumes of one cycle's binds, a job's all or none: for each
+/// bind `(job, pod, node)`, in order, what it writes, or why it is refused
+/// (every bind of a job is refused when one of its pods gets no volume).
+pub fn pick_binds(c: &Cluster, binds: &[(u32, usize, &str)]) -> Vec<Result<Vec<Bind>, String>> {
+    let mut out: Vec<Result<Vec<Bind>, String>> = vec![Ok(Vec::new()); binds.len()];
+    let mut jobs: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, &(job, pod, _)) in binds.iter().enumerate() {
+        if c.pods.get(pod).is_some_and(|p| !p.claims.is_empty()) {
+            jobs.entry(job).or_default().push(i);
+        }
+    }
+    let mut binder = Binder::default();
+    // In the order the binds came (a job at its first bind).
+    let mut order: Vec<(usize, Vec<usize>)> = jobs.into_values().map(|m| (m[0], m)).collect();
+    order.sort();
+    for (_, members) in order {
+        let before = binder.clone();
+        let mut failed = None;
+        for &i in &members {
+            let (_, pod, node) = binds[i];
+            let p = &c.pods[pod];
+            let Some(n) = c.nodes.iter().find(|n| n.name == node) else {
+                failed = Some(format!("node {node} is gone"));
+                break;
+            };
+            match binder.pick(c, &p.namespace, &p.claims, n) {
+                Ok(b) => out[i] = Ok(b),
+                Err(e) => {
+                    failed = Some(format!("{}: {e}", p.key()));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = failed {
+            binder = before;
+            for &i in &members {
+                out[i] = Err(why.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Shows a bind written (not yet completed by the volume controller) in
+/// `c`: the volume names its claim; the claim names its node.
+pub fn assume(c: &mut Cluster, b: &Bind) {
+    match b {
+        Bind::Volume { claim, volume } => {
+            if let Some(v) = c.volumes.get_mut(volume) {
+                v.claim = Some(claim.clone());
+            }
+        }
+        Bind::Provision { claim, node } => {
+            if let Some(k) = c.claims.get_mut(claim) {
+                k.selected_node = Some(node.clone());
+            }
+        }
+    }
+}
+
+/// Completes a bind as the volume controller and a provisioner would: the
+/// claim is bound to its volume, a provisioned one made with the class's
+/// topology term that admits the node (the simulator's provisioner).
+pub fn complete(c: &mut Cluster, b: &Bind) {
+    assume(c, b);
+    let (claim, volume) = match b {
+        Bind::Volume { claim, volume } => (claim.clone(), volume.clone()),
+        Bind::Provision { claim, node } => {
+            let Some(k) = c.claims.get(claim).cloned() else { return };
+            let class = class_of(c, &k).ok().flatten();
+            let Some(node) = c.nodes.iter().find(|n| n.name == *node) else { return };
+            let affinity = class
+                .map(|(_, s)| s.topologies.iter().filter(|t| term_admits(t, node)).take(1).cloned().collect())
+                .unwrap_or_default();
+            let volume = format!("pvc-{}", claim.replace('/', "-"));
+            let made = Volume {
+                affinity,
+                csi: None,
+                class: class.map(|(n, _)| n.to_string()).unwrap_or_default(),
+                capacity: k.request,
+                modes: k.modes.clone(),
+                block: k.block,
+                claim: Some(claim.clone()),
+                available: true,
+            };
+            c.volumes.insert(volume.clone(), made);
+            (claim.clone(), volume)
+        }
+    };
+    if let Some(k) = c.claims.get_mut(&claim) {
+        k.volume = Some(volume);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, zone: &str) -> Node {
+        Node { name: name.into(), labels: [("zone".to_string(), zone.to_string())].into(), ..Default::default() }
+    }
+
+    fn zone(z: &str) -> Vec<Vec<MatchExpr>> {
+        vec![vec![MatchExpr { key: "zone".into(), operator: "In".into(), values: vec![z.into()], field: false }]]
+    }
+
+    fn local(c: &mut Cluster, name: &str, z: &str, gib: u64) {
+        let v = Volume {
+            affinity: zone(z),
+            class: "local".into(),
+            capacity: gib << 30,
+            modes: vec!["ReadWriteOnce".into()],
+            available: true,
+            ..Default::default()
+        };
+        c.volumes.insert(name.into(), v);
+    }
+
+    fn cluster(provisioner: &str) -> Cluster {
+        let mut c = Cluster::default();
+        let class = StorageClass { provisioner: provisioner.into(), wait_for_consumer: true, ..Default::default() };
+        c.storage_classes.insert("local".into(), class);
+        for name in ["a", "b"] {
+            let claim = Claim {
+                class: Some("local".into()),
+                request: 1 << 30,
+                modes: vec!["ReadWriteOnce".into()],
+                ..Default::default()
+            };
+            c.claims.insert(format!("ns/{name}"), claim);
+        }
+        c.nodes.push(node("n1", "x"));
+        c.nodes.push(node("n2", "y"));
+        c
+    }
+
+    #[test]
+    fn a_claim_goes_where_a_volume_fits_and_takes_the_smallest() {
+        let mut c = cluster(NO_PROVISIONER);
+        local(&mut c, "big", "x", 10);
+        local(&mut c, "small", "x", 2);
+        local(&mut c, "tiny", "y", 0);
+        assert_eq!(places(&c, "ns/a", &c.claims["ns/a"]), Ok(Some([zone("x"), zone("x")].concat())));
+        let mut b = Binder::default();
+        let n1 = c.nodes[0].clone();
+        let first = b.pick(&c, "ns", &["a".into()], &n1).unwrap();
+        assert_eq!(first, [Bind::Volume { claim: "ns/a".into(), volume: "small".into() }]);
+        // The next pod in the cycle gets the other volume, then none is left.
+        let second = b.pick(&c, "ns", &["b".into()], &n1).unwrap();
+        assert_eq!(second, [Bind::Volume { claim: "ns/b".into(), volume: "big".into() }]);
+        let n2 = c.nodes[1].clone();
+        let err = Binder::default().pick(&c, "ns", &["a".into()], &n2).unwrap_err();
+        assert!(err.contains("no available persistent volume to bind on node n2"), "{err}");
+        // A claim bound this cycle is bound once, for its first pod's node.
+        assert_eq!(b.pick(&c, "ns", &["a".into()], &n1), Ok(vec![]));
+        complete(&mut c, &first[0]);
+        assert_eq!(c.claims["ns/a"].volume.as_deref(), Some("small"));
+        assert_eq!(c.volumes["small"].claim.as_deref(), Some("ns/a"));
+    }
+
+    #[test]
+    fn provisioning_follows_the_class_topology_and_immediate_claims_wait() {
+        let mut c = cluster("csi.example.com");
+        c.storage_classes.get_mut("local").unwrap().topologies = zone("y");
+        assert_eq!(places(&c, "ns/a", &c.claims["ns/a"]), Ok(Some(zone("y"))));
+        let n2 = c.nodes[1].clone();
+        let binds = Binder::default().pick(&c, "ns", &["a".into()], &n2).unwrap();
+        assert_eq!(binds, [Bind::Provision { claim: "ns/a".into(), node: "n2".into() }]);
+        assume(&mut c, &binds[0]);
+        assert_eq!(c.claims["ns/a"].selected_node.as_deref(), Some("n2"));
+        assert!(Binder::default().pick(&c, "ns", &["a".into()], &c.nodes[0].clone()).is_err());
+        complete(&mut c, &binds[0]);
+        assert_eq!(c.volumes["pvc-ns-a"].affinity, zone("y"));
+        c.storage_classes.get_mut("local").unwrap().wait_for_consumer = false;
+        assert_eq!(places(&c, "ns/b", &c.claims["ns/b"]), Err(IMMEDIATE_UNBOUND.to_string()));
+        c.claims.get_mut("ns/b").unwrap().class = Some("gone".into());
+        let err = places(&c, "ns/b", &c.claims["ns/b"]).unwrap_err();
+        assert_eq!(err, "storageclass.storage.k8s.io \"gone\" not found");
+    }
+}
