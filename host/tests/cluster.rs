@@ -364,7 +364,8 @@ fn easy_backfill_with_jobs_that_finish() {
 /// (WaitForFirstConsumer, the controller-manager's host-path provisioner);
 /// local volumes of 10Gi on node 0, 5Gi and 1Gi on node 1; a StatefulSet of
 /// two pods whose claims (2Gi) fit only the 10Gi and 5Gi volumes; a notebook
-/// whose claim is provisioned.
+/// whose claim is provisioned; a pod whose generic ephemeral volume is
+/// provisioned.
 fn volumes_workload(ns: &str, scheduler: &str) -> String {
     let local = |name: &str, gib: u32, node: &str| {
         format!(
@@ -390,7 +391,11 @@ fn volumes_workload(ns: &str, scheduler: &str) -> String {
          spec: {{storageClassName: hostpath-{ns}, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}\n---\n\
          apiVersion: v1\nkind: Pod\nmetadata: {{name: notebook, namespace: {ns}}}\nspec:\n  schedulerName: {scheduler}\n  \
          volumes: [{{name: w, persistentVolumeClaim: {{claimName: workspace}}}}]\n  \
-         containers: [{{name: nb, image: nb, resources: {{requests: {{cpu: '1'}}}}}}]\n",
+         containers: [{{name: nb, image: nb, resources: {{requests: {{cpu: '1'}}}}}}]\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: scratch, namespace: {ns}}}\nspec:\n  schedulerName: {scheduler}\n  \
+         volumes: [{{name: s, ephemeral: {{volumeClaimTemplate: {{spec: {{storageClassName: hostpath-{ns}, \
+         accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}}}}}}}]\n  \
+         containers: [{{name: s, image: s, resources: {{requests: {{cpu: '1'}}}}}}]\n",
         local("n0", 10, "kwok-node-0000"),
         local("n1", 5, "kwok-node-0001"),
         local("n1-small", 1, "kwok-node-0001"),
@@ -431,17 +436,21 @@ fn volume_violations(c: &Cluster, ns: &str) -> Vec<String> {
     if got != want {
         bad.push(format!("{ns}: the StatefulSet's claims got {got:?}, not {want:?}"));
     }
-    match claim("workspace") {
-        Some(k) => {
-            let selected = k["metadata"]["annotations"]["volume.kubernetes.io/selected-node"].as_str();
-            if selected != placed.get("notebook").map(String::as_str) {
-                bad.push(format!("{ns}: workspace selected {selected:?}, notebook on {:?}", placed.get("notebook")));
+    // Provisioned: a claim of its own, and an ephemeral volume's claim (the
+    // ephemeral-volume controller makes it).
+    for (pod, name) in [("notebook", "workspace"), ("scratch", "scratch-s")] {
+        match claim(name) {
+            Some(k) => {
+                let selected = k["metadata"]["annotations"]["volume.kubernetes.io/selected-node"].as_str();
+                if selected != placed.get(pod).map(String::as_str) {
+                    bad.push(format!("{ns}: {name} selected {selected:?}, {pod} on {:?}", placed.get(pod)));
+                }
+                if k["status"]["phase"] != "Bound" {
+                    bad.push(format!("{ns}: {name} is {} (not provisioned)", k["status"]["phase"]));
+                }
             }
-            if k["status"]["phase"] != "Bound" {
-                bad.push(format!("{ns}: workspace is {} (not provisioned)", k["status"]["phase"]));
-            }
+            None => bad.push(format!("{ns}: claim {name} missing")),
         }
-        None => bad.push(format!("{ns}: claim workspace missing")),
     }
     bad
 }
@@ -450,8 +459,9 @@ fn volume_violations(c: &Cluster, ns: &str) -> Vec<String> {
 /// kube-scheduler v1.37.1 and by `tephra run` in one whole cluster (the
 /// controller-manager's StatefulSet controller makes the claims, its volume
 /// controller completes the bindings, its host-path provisioner provisions):
-/// in both, each pod lands where its volume is, the small volume is never
-/// taken, and the provisioned claim is provisioned for its pod's node.
+/// in both, each pod lands where its volume is, the StatefulSet's claims get
+/// the two volumes large enough, and the provisioned claims are provisioned
+/// for their pods' nodes.
 #[test]
 fn volumes_bind_on_first_consumer_as_with_kube_scheduler() {
     let c = Cluster::whole("volumes", 3);
@@ -463,14 +473,15 @@ fn volumes_bind_on_first_consumer_as_with_kube_scheduler() {
     c.apply(&volumes_workload(ks, "default-scheduler"));
     c.apply(&volumes_workload(tp, "volcano"));
     for ns in [ks, tp] {
-        wait(&c, ns, 120, &format!("db-0, db-1 and notebook running and their claims bound in {ns}"), || {
+        wait(&c, ns, 120, &format!("db-0, db-1, notebook and scratch placed and their claims bound in {ns}"), || {
             let running = pods_of(&c, ns, "app=db").iter().filter(|p| p.1 == "Running").count() == 2;
             let claims = c.json(&["get", "pvc", "-n", ns]);
             let bound = claims["items"]
                 .as_array()
-                .is_some_and(|l| l.len() == 3 && l.iter().all(|k| k["status"]["phase"] == "Bound"));
-            let notebook = c.placements(ns).get("notebook").is_some_and(|n| !n.is_empty());
-            (running && bound && notebook).then_some(())
+                .is_some_and(|l| l.len() == 4 && l.iter().all(|k| k["status"]["phase"] == "Bound"));
+            let placed = c.placements(ns);
+            let others = ["notebook", "scratch"].iter().all(|p| placed.get(*p).is_some_and(|n| !n.is_empty()));
+            (running && bound && others).then_some(())
         });
         let bad = volume_violations(&c, ns);
         assert!(bad.is_empty(), "{}\n{}", bad.join("\n"), t.log());

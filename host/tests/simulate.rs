@@ -149,7 +149,13 @@ fn placement_volumes_walkthrough() {
     ] {
         assert!(out.contains(line), "{line:?} missing:\n{out}");
     }
-    assert!(!out.contains("local-n1-small"), "the 1Gi volume fits no claim:\n{out}");
+    for line in [
+        "created    PersistentVolumeClaim apps/scratchy-scratch (for pod apps/scratchy)",
+        "volume     claim apps/scratchy-scratch bound to local-n1-small",
+        "bind       apps/scratchy → n1",
+    ] {
+        assert!(out.contains(line), "{line:?} missing:\n{out}");
+    }
     assert!(!out.contains("apps/db-0 → n2") && !out.contains("apps/db-1 → n2"), "n2 has no volume:\n{out}");
     let notebook = out.lines().find(|l| l.contains("bind       apps/notebook → ")).expect("notebook placed");
     let node = notebook.rsplit(' ').next().unwrap();

@@ -266,6 +266,9 @@ pub struct Pod {
     /// PersistentVolumeClaims the pod mounts, by name in its namespace
     /// (an ephemeral volume's claim is `<pod>-<volume>`).
     pub claims: Vec<String>,
+    /// Generic ephemeral volumes: (volume name, the claim made for it from
+    /// its `volumeClaimTemplate`).
+    pub ephemeral: Vec<(String, Claim)>,
     /// `metadata.annotations`.
     pub annotations: BTreeMap<String, String>,
     /// `metadata.labels`.
@@ -441,7 +444,11 @@ impl Workload {
 pub struct Claim {
     /// `spec.volumeName` once the claim is Bound.
     pub volume: Option<String>,
-    /// `spec.storageClassName` (`""`: no class; absent: the default class).
+    /// `spec.volumeName` set before the claim is Bound (bound by hand, to
+    /// be completed by the volume controller): it waits like an Immediate one.
+    pub prebound: bool,
+    /// `spec.storageClassName` (`""` or absent: no class, bound at once; the
+    /// API server's admission fills in the default class on creation).
     pub class: Option<String>,
     /// `spec.resources.requests.storage`, in bytes.
     pub request: u64,
@@ -472,7 +479,7 @@ pub struct Volume {
     pub block: bool,
     /// `spec.claimRef` as `namespace/name`: the claim it is (being) bound to.
     pub claim: Option<String>,
-    /// Not Released or Failed: it can be bound.
+    /// `status.phase` Available (or none given, in a file): it can be bound.
     pub available: bool,
 }
 

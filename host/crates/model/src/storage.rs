@@ -73,16 +73,25 @@ impl Bind {
     }
 }
 
-/// The class a claim is bound under: `None` for a claim without one (the
-/// empty name, or none given and no default class), which binds at once.
+/// The class a claim is bound under: `None` for a claim without one, which
+/// binds at once (kube-scheduler reads no default class; the API server's
+/// admission wrote it when the claim was made).
 pub fn class_of<'a>(c: &'a Cluster, claim: &Claim) -> Result<Option<(&'a str, &'a StorageClass)>, String> {
     match claim.class.as_deref() {
-        Some("") => Ok(None),
+        None | Some("") => Ok(None),
         Some(name) => match c.storage_classes.get_key_value(name) {
             Some((n, class)) => Ok(Some((n.as_str(), class))),
             None => Err(format!("storageclass.storage.k8s.io \"{name}\" not found")),
         },
-        None => Ok(c.storage_classes.iter().find(|(_, s)| s.default).map(|(n, s)| (n.as_str(), s))),
+    }
+}
+
+/// The class of a claim bound on first consumer, or why it waits: bound by
+/// hand (prebound), or of a class that binds at once.
+fn delayed<'a>(c: &'a Cluster, claim: &Claim) -> Result<(&'a str, &'a StorageClass), String> {
+    match class_of(c, claim)? {
+        Some((name, class)) if class.wait_for_consumer && !claim.prebound => Ok((name, class)),
+        _ => Err(IMMEDIATE_UNBOUND.into()),
     }
 }
 
@@ -107,9 +116,7 @@ fn meant_for<'a>(c: &'a Cluster, key: &str) -> Option<(&'a String, &'a Volume)> 
 /// Where unbound claim `key` may be bound: `Ok(None)` on any node,
 /// `Ok(Some(terms))` on nodes any term admits, or why it waits.
 pub fn places(c: &Cluster, key: &str, claim: &Claim) -> Result<Option<Vec<Vec<MatchExpr>>>, String> {
-    let Some((class_name, class)) = class_of(c, claim)?.filter(|(_, s)| s.wait_for_consumer) else {
-        return Err(IMMEDIATE_UNBOUND.into());
-    };
+    let (class_name, class) = delayed(c, claim)?;
     if let Some(node) = &claim.selected_node {
         let on =
             MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: vec![node.clone()], field: true };
@@ -182,9 +189,7 @@ impl Binder {
                     node.name
                 )
             };
-            let Some((class_name, class)) = class_of(c, claim)?.filter(|(_, s)| s.wait_for_consumer) else {
-                return Err(IMMEDIATE_UNBOUND.into());
-            };
+            let (class_name, class) = delayed(c, claim)?;
             if let Some(n) = &claim.selected_node {
                 // Provisioning for it is under way: only its node will do.
                 if *n == node.name {
@@ -384,6 +389,29 @@ mod tests {
         complete(&mut c, &first[0]);
         assert_eq!(c.claims["ns/a"].volume.as_deref(), Some("small"));
         assert_eq!(c.volumes["small"].claim.as_deref(), Some("ns/a"));
+    }
+
+    #[test]
+    fn a_jobs_volumes_are_bound_all_or_none() {
+        let mut c = cluster(NO_PROVISIONER);
+        local(&mut c, "only", "x", 5);
+        c.claims.insert("ns/c".into(), c.claims["ns/a"].clone());
+        for (name, claim) in [("p", "a"), ("q", "b"), ("r", "c")] {
+            let pod = crate::cluster::Pod {
+                namespace: "ns".into(),
+                name: name.into(),
+                claims: vec![claim.into()],
+                ..Default::default()
+            };
+            c.pods.push(pod);
+        }
+        // Job 7 (pods p, q) needs two volumes where there is one: neither
+        // is bound, and job 8's pod r gets the volume.
+        let got = pick_binds(&c, &[(7, 0, "n1"), (8, 2, "n1"), (7, 1, "n1")]);
+        assert!(got[0].is_err() && got[2].is_err(), "{got:?}");
+        assert_eq!(got[0], got[2]);
+        assert!(got[0].as_ref().unwrap_err().starts_with("ns/q: persistentvolumeclaim \"b\""), "{got:?}");
+        assert_eq!(got[1], Ok(vec![Bind::Volume { claim: "ns/c".into(), volume: "only".into() }]));
     }
 
     #[test]

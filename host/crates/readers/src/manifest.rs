@@ -247,6 +247,7 @@ allowedTopologies: [{matchLabelExpressions: [{key: zone, values: [a, b]}]}]
         let Object::Claim(k, later) = &objs[2] else { panic!() };
         let want = Claim {
             volume: None,
+            prebound: true,
             class: Some("fast".into()),
             request: 1 << 30,
             modes: vec!["ReadWriteOnce".into()],
@@ -257,7 +258,7 @@ allowedTopologies: [{matchLabelExpressions: [{key: zone, values: [a, b]}]}]
         let Object::Volume(name, v) = &objs[3] else { panic!() };
         assert_eq!((name.as_str(), v.affinity.len(), v.affinity[0][0].key.as_str()), ("pv1", 1, "zone"));
         assert_eq!((v.class.as_str(), v.capacity, v.modes.len()), ("fast", 1_500_000_000, 2));
-        assert_eq!((v.claim.as_deref(), v.available, v.block), (Some("ns/data"), true, false));
+        assert_eq!((v.claim.as_deref(), v.available, v.block), (Some("ns/data"), false, false));
         let Object::StorageClass(name, class) = &objs[4] else { panic!() };
         assert_eq!(
             (name.as_str(), class.provisioner.as_str(), class.wait_for_consumer),

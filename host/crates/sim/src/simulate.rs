@@ -585,6 +585,7 @@ impl Driver for Sim {
         self.kubelet(c);
         let done = self.workloads.reconcile(c, self.time as i64);
         self.report.made = done.made;
+        self.report.made.extend(crate::workloads::ephemeral_claims(c));
         self.report.finished = done.finished;
         for (key, _) in &done.groups {
             self.report.arrivals.push(format!("podgroup {key}"));

@@ -196,6 +196,13 @@ impl Controllers {
             Some(k) => format!("{}-{k}-{n}", w.name),
             None => format!("{}-{n}", w.name),
         });
+        // Its ephemeral volumes' claims are named after it.
+        for (volume, _) in &w.template.ephemeral {
+            let was = format!("{}-{volume}", w.template.name);
+            if let Some(c) = p.claims.iter_mut().find(|c| **c == was) {
+                *c = format!("{}-{volume}", p.name);
+            }
+        }
         p.claims.extend(w.claim_templates.iter().map(|(tpl, _)| format!("{tpl}-{}", p.name)));
         p.created = w.created + i64::from(*n);
         p.annotations.insert(OWNER.into(), tag);
@@ -239,4 +246,20 @@ fn ensure_group(c: &mut Cluster, w: &Workload) -> Option<(String, String)> {
         ..Default::default()
     });
     c.podgroups.last().map(|g| (g.key(), g.queue.clone()))
+}
+
+/// Kubernetes' ephemeral-volume controller: each pending pod's generic
+/// ephemeral volumes get their claims (`<pod>-<volume>`), made once.
+pub fn ephemeral_claims(c: &mut Cluster) -> Vec<String> {
+    let mut made = Vec::new();
+    for p in c.pods.iter().filter(|p| p.node.is_none() && !p.deleting && p.phase == PodPhase::Pending) {
+        for (volume, claim) in &p.ephemeral {
+            let key = format!("{}/{}-{volume}", p.namespace, p.name);
+            if let std::collections::btree_map::Entry::Vacant(e) = c.claims.entry(key) {
+                made.push(format!("PersistentVolumeClaim {} (for pod {})", e.key(), p.key()));
+                e.insert(claim.clone());
+            }
+        }
+    }
+    made
 }

@@ -200,22 +200,41 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
             }
         };
         *number += 1;
-        for (term, exprs) in terms.iter().enumerate() {
-            for e in exprs {
-                snap.task_affinity.push(c::AffinityExpr {
-                    task: t,
-                    group: *number,
-                    term: term as u32,
-                    weight: 0,
-                    field: e.field,
-                    key: s.id(&e.key),
-                    operator: s.id(&e.operator),
-                    values: e.values.iter().map(|v| s.id(v)).collect(),
-                });
-            }
-        }
+        push_group(s, snap, t, *number, &terms);
+    }
+    // Claims to bind compete for volumes (two may fit one volume, which
+    // only one gets): a node qualifies when the binder finds them all
+    // volumes there, as kube-scheduler's binder matches them together.
+    if to_bind > c::BIND_GROUP + 1 {
+        snap.task_affinity.retain(|e| e.task != t || e.group <= c::BIND_GROUP);
+        let fit: Vec<String> = c
+            .nodes
+            .iter()
+            .filter(|n| storage::Binder::default().pick(c, &p.namespace, &p.claims, n).is_ok())
+            .map(|n| n.name.clone())
+            .collect();
+        let on = MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: fit, field: true };
+        push_group(s, snap, t, c::BIND_GROUP + 1, &[vec![on]]);
     }
     why
+}
+
+/// Task `t`'s node-affinity group `group`: `terms` ORed, each ANDed.
+fn push_group(s: &mut Interner, snap: &mut c::Snapshot, t: u32, group: u32, terms: &[Vec<MatchExpr>]) {
+    for (term, exprs) in terms.iter().enumerate() {
+        for e in exprs {
+            snap.task_affinity.push(c::AffinityExpr {
+                task: t,
+                group,
+                term: term as u32,
+                weight: 0,
+                field: e.field,
+                key: s.id(&e.key),
+                operator: s.id(&e.operator),
+                values: e.values.iter().map(|v| s.id(v)).collect(),
+            });
+        }
+    }
 }
 
 /// Whether answers about a pod can rise through placements elsewhere as

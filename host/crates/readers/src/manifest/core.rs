@@ -91,9 +91,10 @@ pub(super) fn claim_in(at: &At, v: &Value, prefix: &str, annotations: &BTreeMap<
     let field = |f: &str| format!("{prefix}{f}");
     // Bound: `spec.volumeName` once the binder set it, and phase Bound.
     let bound = string(at, v, &field("status.phase"))?.as_deref() == Some("Bound");
-    let volume = string(at, v, &field("spec.volumeName"))?.filter(|n| bound && !n.is_empty());
+    let name = string(at, v, &field("spec.volumeName"))?.filter(|n| !n.is_empty());
     Ok(Claim {
-        volume,
+        prebound: name.is_some() && !bound,
+        volume: name.filter(|_| bound),
         class: string(at, v, &field("spec.storageClassName"))?,
         request: bytes(at, v, &field("spec.resources.requests.storage"))?,
         modes: seq(at, v, &field("spec.accessModes"))?.iter().filter_map(scalar_string).collect(),
@@ -128,7 +129,7 @@ pub(super) fn volume(d: Doc) -> Result<Object> {
             modes: access_modes(at, v)?,
             block: block(at, v)?,
             claim,
-            available: !matches!(phase.as_deref(), Some("Released" | "Failed")),
+            available: matches!(phase.as_deref(), None | Some("Available")),
         },
     ))
 }

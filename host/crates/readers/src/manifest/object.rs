@@ -79,7 +79,11 @@ impl Object {
             Object::Namespace(n, labels) => {
                 c.namespaces.insert(n, labels);
             }
-            Object::Claim(key, claim) => {
+            Object::Claim(key, mut claim) => {
+                // As the API server's DefaultStorageClass admission does.
+                if claim.class.is_none() {
+                    claim.class = c.storage_classes.iter().find(|(_, s)| s.default).map(|(n, _)| n.clone());
+                }
                 c.claims.insert(key, claim);
             }
             Object::Volume(name, volume) => {

@@ -1,6 +1,7 @@
 //! The pod spec, shared by Pods, Volcano Job templates and workload
 //! templates: requests, placement rules, images and volumes.
 
+use super::core::claim_in;
 use super::fields::{get, int, int64, map, resources, seq, string, At};
 use super::object::ESTIMATE;
 use super::rules;
@@ -86,6 +87,8 @@ pub(super) fn placement(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
             pod.claims.push(claim);
         } else if get(vol, "ephemeral").is_some() {
             let name = string(at, vol, "name")?.ok_or_else(|| at.err(&format!("spec.volumes[{i}].name"), "missing"))?;
+            let template = format!("volumes[{i}].ephemeral.volumeClaimTemplate.");
+            pod.ephemeral.push((name.clone(), claim_in(at, spec, &template, &BTreeMap::new())?));
             pod.claims.push(format!("{}-{name}", pod.name));
         }
     }
