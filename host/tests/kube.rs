@@ -453,6 +453,55 @@ fn placement_rules_agree_with_kube_scheduler() {
     assert!(t.terminate());
 }
 
+/// A class whose CSI driver tracks storage capacity (CSIDriver
+/// `storageCapacity: true`) provisions only where a CSIStorageCapacity of the
+/// class publishes room for the claim: the pod goes to that node and its
+/// claim is annotated with it before the bind; a claim larger than any room
+/// waits with kube-scheduler's reason; room published later lets it go.
+#[test]
+fn provisioning_goes_where_storage_capacity_is_published() {
+    let c = Cluster::start("capacity");
+    c.node("n1", "4");
+    c.node("n2", "4");
+    let ns = "t-capacity";
+    namespace(&c, ns);
+    let mut t = Tephra::start(&c, "a", &[]);
+    let room = |name: &str, node: &str, size: &str| {
+        format!(
+            "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             storageClassName: tracked\nnodeTopology: {{matchLabels: {{kubernetes.io/hostname: {node}}}}}\n\
+             capacity: 100Gi\nmaximumVolumeSize: {size}\n---\n"
+        )
+    };
+    let claimed = |name: &str, size: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{storageClassName: tracked, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: {size}}}}}}}\n---\n\
+             apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  schedulerName: volcano\n  \
+             volumes: [{{name: v, persistentVolumeClaim: {{claimName: {name}}}}}]\n  \
+             containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: '1'}}}}}}]\n---\n"
+        )
+    };
+    c.apply(&format!(
+        "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {{name: csi.example.com}}\nspec: {{storageCapacity: true}}\n---\n\
+         apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: tracked}}\nprovisioner: csi.example.com\n\
+         volumeBindingMode: WaitForFirstConsumer\n---\n{}{}{}",
+        room("n2-room", "n2", "10Gi"),
+        claimed("fits", "5Gi"),
+        claimed("large", "50Gi"),
+    ));
+    assert_eq!(bound(&c, ns, "fits"), "n2", "only n2 publishes room");
+    let claim = c.json(&["get", "pvc", "-n", ns, "fits"]);
+    assert_eq!(claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"], "n2", "{claim}");
+    let cond = unschedulable(&c, ns, "large");
+    let msg = cond["message"].as_str().unwrap();
+    assert!(msg.contains("2 node(s) didn't find available persistent volumes to bind"), "{msg}");
+    c.apply(&room("n1-room", "n1", "64Gi"));
+    assert_eq!(bound(&c, ns, "large"), "n1", "room published on n1");
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
 /// The scheduler config of the swap tests: node order from plugin `prefer`.
 fn prefer_config(c: &Cluster) -> PathBuf {
     let conf = c.dir.join("prefer.conf");

@@ -24,7 +24,7 @@ use crate::kinds::{
 use crate::watch::{forward, ids, key_of, Change, Denied, Feed, Spec, Step};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
@@ -66,7 +66,7 @@ struct Watched {
 }
 
 /// How many watches there are (pods are watched twice).
-const WATCH_COUNT: usize = 13;
+const WATCH_COUNT: usize = 15;
 
 /// Every watch. Pods are watched twice with field selectors, as Volcano's
 /// informer filters them: ours (any state), and others' bound ones, which
@@ -248,6 +248,42 @@ const WATCHED: [Watched; WATCH_COUNT] = [
             s.keyed::<StorageClass, _>(w, o, &mut c.storage_classes, pick);
         },
         deleted: |s, c, w, key| s.forget(w, &mut c.storage_classes, key),
+        held: Store::held,
+    },
+    Watched {
+        // Which CSI drivers publish their storage capacity.
+        name: "csidrivers",
+        kind: "CSIDriver",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| forward::<CSIDriver>(Api::all(client.clone()), Default::default(), feed, spec),
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::CsiDriver(name, tracked) => Some((name, tracked)),
+                _ => None,
+            };
+            s.keyed::<CSIDriver, _>(w, o, &mut c.csi_drivers, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.csi_drivers, key),
+        held: Store::held,
+    },
+    Watched {
+        // The room they publish, per class and node topology.
+        name: "csistoragecapacities",
+        kind: "CSIStorageCapacity",
+        api: None,
+        optional: false,
+        start: |client, _, feed, spec| {
+            forward::<CSIStorageCapacity>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::StorageCapacity(key, capacity) => Some((key, capacity)),
+                _ => None,
+            };
+            s.keyed::<CSIStorageCapacity, _>(w, o, &mut c.storage_capacities, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.storage_capacities, key),
         held: Store::held,
     },
     Watched {
@@ -439,8 +475,8 @@ pub struct Store {
     pub queues: HashMap<String, ObjMeta>,
     nodes: HashMap<String, (String, String)>,
     /// For the kinds kept as one value under a name (priority classes,
-    /// namespaces, claims, volumes, storage classes, CSINodes, HyperNodes,
-    /// Reservations),
+    /// namespaces, claims, volumes, storage classes, CSI drivers and
+    /// capacities, CSINodes, HyperNodes, Reservations),
     /// per watch: key → resourceVersion.
     versions: [HashMap<String, String>; WATCH_COUNT],
     /// Each Reservation's status as the API has it.

@@ -342,6 +342,10 @@ pub struct Cluster {
     pub volumes: BTreeMap<String, Volume>,
     /// StorageClasses by name: how their claims are bound.
     pub storage_classes: BTreeMap<String, crate::storage::StorageClass>,
+    /// CSIDrivers by name: whether each opts into storage capacity tracking.
+    pub csi_drivers: BTreeMap<String, bool>,
+    /// CSIStorageCapacities by `namespace/name`.
+    pub storage_capacities: BTreeMap<String, crate::storage::StorageCapacity>,
     /// Per node (its CSINode), how many volumes each CSI driver can attach.
     pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
     /// HyperNodes by name.

@@ -45,6 +45,42 @@ impl StorageClass {
     }
 }
 
+/// A CSIStorageCapacity: room a CSI driver publishes for a class on the
+/// nodes its topology selects.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StorageCapacity {
+    /// `storageClassName`.
+    pub class: String,
+    /// `nodeTopology` (`None`: no node has access).
+    pub topology: Option<Vec<MatchExpr>>,
+    /// `maximumVolumeSize`, else `capacity`, in bytes (`None`: neither given).
+    pub limit: Option<u64>,
+}
+
+/// Where `class` can provision a claim of `request` bytes: its
+/// `allowedTopologies`, and when its CSI driver opts into capacity tracking
+/// (`CSIDriver.spec.storageCapacity`), only nodes a CSIStorageCapacity of
+/// the class with room for it selects. `None`: any node.
+fn provisioning_terms(
+    c: &Cluster,
+    class_name: &str,
+    class: &StorageClass,
+    request: u64,
+) -> Option<Vec<Vec<MatchExpr>>> {
+    if !c.csi_drivers.get(&class.provisioner).copied().unwrap_or(false) || request == 0 {
+        return (!class.topologies.is_empty()).then(|| class.topologies.clone());
+    }
+    let rooms: Vec<&Vec<MatchExpr>> = c
+        .storage_capacities
+        .values()
+        .filter(|k| k.class == class_name && k.limit.is_some_and(|l| l >= request))
+        .filter_map(|k| k.topology.as_ref())
+        .collect();
+    // Each allowed topology term ANDed with each selector that has room.
+    let topologies = if class.topologies.is_empty() { vec![Vec::new()] } else { class.topologies.clone() };
+    Some(topologies.iter().flat_map(|t| rooms.iter().map(move |r| [t.as_slice(), r.as_slice()].concat())).collect())
+}
+
 /// What binding a claim on a node writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Bind {
@@ -133,10 +169,10 @@ pub fn places(c: &Cluster, key: &str, claim: &Claim) -> Result<Option<Vec<Vec<Ma
         terms.extend(v.affinity.iter().cloned());
     }
     if class.provisions() {
-        if class.topologies.is_empty() {
-            return Ok(None);
+        match provisioning_terms(c, class_name, class, claim.request) {
+            None => return Ok(None),
+            Some(t) => terms.extend(t),
         }
-        terms.extend(class.topologies.iter().cloned());
     }
     if terms.is_empty() {
         return Err(NO_VOLUME.into());
@@ -146,7 +182,12 @@ pub fn places(c: &Cluster, key: &str, claim: &Claim) -> Result<Option<Vec<Vec<Ma
 
 /// Whether a volume's node affinity (terms ORed; none: any node) admits `node`.
 fn admits(terms: &[Vec<MatchExpr>], node: &Node) -> bool {
-    terms.is_empty() || terms.iter().any(|t| term_admits(t, node))
+    terms.is_empty() || admits_any(terms, node)
+}
+
+/// Whether some term admits `node` (none: no node).
+fn admits_any(terms: &[Vec<MatchExpr>], node: &Node) -> bool {
+    terms.iter().any(|t| term_admits(t, node))
 }
 
 /// Picks the volumes of one cycle's placements, so that two pods never get
@@ -219,7 +260,9 @@ impl Binder {
                     taken.insert(volume.clone());
                     binds.push(Bind::Volume { claim: key, volume: volume.clone() });
                 }
-                None if class.provisions() && admits(&class.topologies, node) => {
+                None if class.provisions()
+                    && provisioning_terms(c, class_name, class, claim.request).is_none_or(|t| admits_any(&t, node)) =>
+                {
                     binds.push(Bind::Provision { claim: key, node: node.name.clone() });
                 }
                 None => return Err(refused()),
@@ -389,6 +432,29 @@ mod tests {
         complete(&mut c, &first[0]);
         assert_eq!(c.claims["ns/a"].volume.as_deref(), Some("small"));
         assert_eq!(c.volumes["small"].claim.as_deref(), Some("ns/a"));
+    }
+
+    #[test]
+    fn provisioning_needs_published_room_when_the_driver_tracks_it() {
+        let mut c = cluster("csi.example.com");
+        let n1 = c.nodes[0].clone();
+        // Not tracked: any node.
+        assert_eq!(places(&c, "ns/a", &c.claims["ns/a"]), Ok(None));
+        c.csi_drivers.insert("csi.example.com".into(), true);
+        // Tracked, nothing published: nowhere.
+        assert_eq!(places(&c, "ns/a", &c.claims["ns/a"]), Err(NO_VOLUME.to_string()));
+        let room = |zone_: &str, gib: u64| StorageCapacity {
+            class: "local".into(),
+            topology: Some(zone(zone_).remove(0)),
+            limit: Some(gib << 30),
+        };
+        c.storage_capacities.insert("kube-system/small-x".into(), room("x", 0));
+        c.storage_capacities.insert("kube-system/y".into(), room("y", 5));
+        assert_eq!(places(&c, "ns/a", &c.claims["ns/a"]), Ok(Some(zone("y"))));
+        let err = Binder::default().pick(&c, "ns", &["a".into()], &n1).unwrap_err();
+        assert!(err.contains("no available persistent volume to bind on node n1"), "{err}");
+        let binds = Binder::default().pick(&c, "ns", &["a".into()], &c.nodes[1].clone()).unwrap();
+        assert_eq!(binds, [Bind::Provision { claim: "ns/a".into(), node: "n2".into() }]);
     }
 
     #[test]

@@ -151,7 +151,8 @@ mod tests {
             err("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"),
             "f.yaml: Secret s: kind \"Secret\" of apiVersion \"v1\" is not supported (supported: v1 Node, Pod, \
              Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; apps/v1 Deployment, ReplicaSet, \
-             StatefulSet; batch.volcano.sh/v1alpha1 Job; batch/v1 Job, CronJob; storage.k8s.io/v1 StorageClass, CSINode; \
+             StatefulSet; batch.volcano.sh/v1alpha1 Job; batch/v1 Job, CronJob; storage.k8s.io/v1 StorageClass, \
+             CSIDriver, CSIStorageCapacity, CSINode; \
              scheduling.volcano.sh/v1beta1 Queue, PodGroup; topology.volcano.sh/v1alpha1 HyperNode; \
              scheduling.k8s.io/v1 PriorityClass; tephra.io/v1alpha1 Reservation)"
         );
@@ -239,6 +240,19 @@ metadata: {name: fast, annotations: {storageclass.kubernetes.io/is-default-class
 provisioner: csi.example.com
 volumeBindingMode: WaitForFirstConsumer
 allowedTopologies: [{matchLabelExpressions: [{key: zone, values: [a, b]}]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: csi.example.com}
+spec: {storageCapacity: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacity
+metadata: {name: room, namespace: kube-system}
+storageClassName: fast
+nodeTopology: {matchLabels: {zone: a}}
+capacity: 10Gi
+maximumVolumeSize: 2Gi
 ";
         let objs: Vec<Object> = parse(text, "t.yaml").unwrap().into_iter().map(|t| t.object).collect();
         let Object::Pod(p) = &objs[0] else { panic!() };
@@ -265,6 +279,10 @@ allowedTopologies: [{matchLabelExpressions: [{key: zone, values: [a, b]}]}]
             ("fast", "csi.example.com", true)
         );
         assert!(class.default && class.topologies[0][0].values == ["a", "b"], "{class:?}");
+        assert!(matches!(&objs[5], Object::CsiDriver(n, true) if n == "csi.example.com"));
+        let Object::StorageCapacity(key, room) = &objs[6] else { panic!() };
+        assert_eq!((key.as_str(), room.class.as_str(), room.limit), ("kube-system/room", "fast", Some(2 << 30)));
+        assert_eq!(room.topology.as_ref().map(|t| t[0].values.clone()), Some(vec!["a".to_string()]));
         let bad = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: s}\nprovisioner: x\nvolumeBindingMode: Later\n";
         let err = parse(bad, "t.yaml").unwrap_err().to_string();
         assert_eq!(

@@ -5,7 +5,7 @@ use crate::rules::LabelKeys;
 use std::collections::BTreeMap;
 use tephra_contract::TaskStatus;
 use tephra_model::cluster::{Claim, Cluster, PriorityClass, Volume};
-use tephra_model::storage::StorageClass;
+use tephra_model::storage::{StorageCapacity, StorageClass};
 use tephra_model::tracked::Mark;
 
 /// Where a session's cluster stood: nodes, queues, PodGroups, pods.
@@ -51,23 +51,27 @@ pub struct Basis {
     pub session: u64,
 }
 
-/// A cluster's claims, volumes, storage classes and attach limits, as a
-/// session saw them.
+/// A cluster's claims, volumes, storage classes, CSI drivers and
+/// capacities, and attach limits, as a session saw them.
 #[derive(Clone, Debug, Default)]
 pub struct Storage {
     claims: BTreeMap<String, Claim>,
     volumes: BTreeMap<String, Volume>,
     classes: BTreeMap<String, StorageClass>,
+    drivers: BTreeMap<String, bool>,
+    capacities: BTreeMap<String, StorageCapacity>,
     attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 impl Storage {
-    /// What `c` has of claims, volumes, storage classes and attach limits now.
+    /// What `c` has of all these now.
     pub fn of(c: &Cluster) -> Storage {
         Storage {
             claims: c.claims.clone(),
             volumes: c.volumes.clone(),
             classes: c.storage_classes.clone(),
+            drivers: c.csi_drivers.clone(),
+            capacities: c.storage_capacities.clone(),
             attach_limits: c.attach_limits.clone(),
         }
     }
@@ -77,6 +81,8 @@ impl Storage {
         self.claims == c.claims
             && self.volumes == c.volumes
             && self.classes == c.storage_classes
+            && self.drivers == c.csi_drivers
+            && self.capacities == c.storage_capacities
             && self.attach_limits == c.attach_limits
     }
 }

@@ -1,5 +1,6 @@
 //! Kubernetes' own kinds: Node, Pod, Namespace, PersistentVolumeClaim,
-//! PersistentVolume, StorageClass, CSINode, PriorityClass and the ConfigMap holding
+//! PersistentVolume, StorageClass, CSIDriver, CSIStorageCapacity, CSINode,
+//! PriorityClass and the ConfigMap holding
 //! Volcano's scheduler config.
 
 use super::fields::{boolean, get, int, int64, parse_time, resources, seq, string, At, Doc};
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use tephra_model::cluster::{Claim, Node, Pod, PodPhase, PriorityClass, Taint, Volume};
 use tephra_model::node::MatchExpr;
 use tephra_model::resource::parse_quantity;
-use tephra_model::storage::{StorageClass, DEFAULT_CLASS, SELECTED_NODE};
+use tephra_model::storage::{StorageCapacity, StorageClass, DEFAULT_CLASS, SELECTED_NODE};
 use yaml_serde::Value;
 
 pub(super) fn node(d: Doc) -> Result<Object> {
@@ -166,6 +167,23 @@ pub(super) fn storage_class(d: Doc) -> Result<Object> {
             default: d.meta.annotations.get(DEFAULT_CLASS).map(String::as_str) == Some("true"),
         },
     ))
+}
+
+/// A CSIDriver: whether it opts into storage capacity tracking.
+pub(super) fn csi_driver(d: Doc) -> Result<Object> {
+    Ok(Object::CsiDriver(d.meta.name, boolean(d.at, d.v, "spec.storageCapacity")?.unwrap_or(false)))
+}
+
+/// A CSIStorageCapacity: a class's room on the nodes its topology selects.
+pub(super) fn storage_capacity(d: Doc) -> Result<Object> {
+    let (at, v) = (d.at, d.v);
+    let class = string(at, v, "storageClassName")?.ok_or_else(|| at.err("storageClassName", "missing"))?;
+    let limit = match get(v, "maximumVolumeSize") {
+        Some(_) => Some(bytes(at, v, "maximumVolumeSize")?),
+        None => get(v, "capacity").map(|_| bytes(at, v, "capacity")).transpose()?,
+    };
+    let capacity = StorageCapacity { class, topology: rules::selector(at, v, "nodeTopology", "")?, limit };
+    Ok(Object::StorageCapacity(format!("{}/{}", d.meta.namespace, d.meta.name), capacity))
 }
 
 /// A storage quantity in bytes (0 when absent).

@@ -58,6 +58,8 @@ pub(super) const KINDS: &[Kind] = &[
     Kind { kind: "Job", api: Api::Is("batch/v1"), read: workloads::read },
     Kind { kind: "CronJob", api: Api::Is("batch/v1"), read: workloads::read },
     Kind { kind: "StorageClass", api: Api::Is("storage.k8s.io/v1"), read: core::storage_class },
+    Kind { kind: "CSIDriver", api: Api::Is("storage.k8s.io/v1"), read: core::csi_driver },
+    Kind { kind: "CSIStorageCapacity", api: Api::Is("storage.k8s.io/v1"), read: core::storage_capacity },
     Kind { kind: "CSINode", api: Api::Is("storage.k8s.io/v1"), read: core::attach_limits },
     Kind { kind: "Queue", api: Api::Is("scheduling.volcano.sh/v1beta1"), read: volcano::queue },
     Kind { kind: "PodGroup", api: Api::Is("scheduling.volcano.sh/v1beta1"), read: volcano::podgroup },

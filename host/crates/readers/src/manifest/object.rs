@@ -35,6 +35,10 @@ pub enum Object {
     Volume(String, Volume),
     /// A StorageClass's name and binding rules.
     StorageClass(String, tephra_model::storage::StorageClass),
+    /// A CSIDriver's name and whether it opts into storage capacity tracking.
+    CsiDriver(String, bool),
+    /// A CSIStorageCapacity's `namespace/name` and the room it publishes.
+    StorageCapacity(String, tephra_model::storage::StorageCapacity),
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
     /// A HyperNode.
@@ -61,6 +65,8 @@ impl Object {
             Object::Claim(k, _) => ("PersistentVolumeClaim", k.clone()),
             Object::Volume(n, _) => ("PersistentVolume", n.clone()),
             Object::StorageClass(n, _) => ("StorageClass", n.clone()),
+            Object::CsiDriver(n, _) => ("CSIDriver", n.clone()),
+            Object::StorageCapacity(k, _) => ("CSIStorageCapacity", k.clone()),
             Object::AttachLimits(n, _) => ("CSINode", n.clone()),
             Object::HyperNode(h) => ("HyperNode", h.name.clone()),
             Object::Reservation(r) => ("Reservation", r.name.clone()),
@@ -70,7 +76,8 @@ impl Object {
     }
 
     /// Stores an object kept under its name (priority class, namespace,
-    /// claim, volume, storage class, attach limits) in `c`; any other comes back.
+    /// claim, volume, storage class, CSI driver, storage capacity, attach
+    /// limits) in `c`; any other comes back.
     pub fn keep_in(self, c: &mut Cluster) -> Option<Object> {
         match self {
             Object::PriorityClass(n, p) => {
@@ -91,6 +98,12 @@ impl Object {
             }
             Object::StorageClass(name, class) => {
                 c.storage_classes.insert(name, class);
+            }
+            Object::CsiDriver(name, tracked) => {
+                c.csi_drivers.insert(name, tracked);
+            }
+            Object::StorageCapacity(key, capacity) => {
+                c.storage_capacities.insert(key, capacity);
             }
             Object::AttachLimits(node, limits) => {
                 c.attach_limits.insert(node, limits);

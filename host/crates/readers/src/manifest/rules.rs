@@ -116,7 +116,7 @@ fn requirement(at: &At, e: &Value, path: &str, ops: &[&str]) -> Result<MatchExpr
 /// A `LabelSelector` at `key` of `v`: `None` when absent.
 pub(super) fn selector(at: &At, v: &Value, key: &str, path: &str) -> Result<Selector> {
     let Some(s) = get(v, key) else { return Ok(None) };
-    let path = format!("{path}.{key}");
+    let path = if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
     let mut out: Vec<MatchExpr> = super::fields::map(at, s, "matchLabels")?
         .into_iter()
         .map(|(key, v)| MatchExpr { key, operator: "In".into(), values: vec![v], field: false })
