@@ -341,11 +341,11 @@ pub struct Cluster {
     /// PersistentVolumes by name: their required node affinity.
     pub volumes: BTreeMap<String, Volume>,
     /// StorageClasses by name: how their claims are bound.
-    pub storage_classes: BTreeMap<String, crate::storage::StorageClass>,
+    pub storage_classes: BTreeMap<String, StorageClass>,
     /// CSIDrivers by name: whether each opts into storage capacity tracking.
     pub csi_drivers: BTreeMap<String, bool>,
     /// CSIStorageCapacities by `namespace/name`.
-    pub storage_capacities: BTreeMap<String, crate::storage::StorageCapacity>,
+    pub storage_capacities: BTreeMap<String, StorageCapacity>,
     /// Per node (its CSINode), how many volumes each CSI driver can attach.
     pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
     /// HyperNodes by name.
@@ -440,6 +440,32 @@ impl Workload {
         let at = chrono::DateTime::from_timestamp(after, 0)?;
         cron.find_next_occurrence(&at, false).ok().map(|t| t.timestamp())
     }
+}
+
+/// A StorageClass: how its claims are bound.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StorageClass {
+    /// `provisioner` (`kubernetes.io/no-provisioner`: volumes are made by hand).
+    pub provisioner: String,
+    /// `volumeBindingMode: WaitForFirstConsumer` (else `Immediate`).
+    pub wait_for_consumer: bool,
+    /// `allowedTopologies`: terms ORed, each a set of `In` expressions
+    /// ANDed (none: any node).
+    pub topologies: Vec<Vec<MatchExpr>>,
+    /// Annotated as the default class.
+    pub default: bool,
+}
+
+/// A CSIStorageCapacity: room a CSI driver publishes for a class on the
+/// nodes its topology selects.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StorageCapacity {
+    /// `storageClassName`.
+    pub class: String,
+    /// `nodeTopology` (`None`: no node has access).
+    pub topology: Option<Vec<MatchExpr>>,
+    /// `maximumVolumeSize`, else `capacity`, in bytes (`None`: neither given).
+    pub limit: Option<u64>,
 }
 
 /// A PersistentVolumeClaim: the volume it is bound to, if any, and what

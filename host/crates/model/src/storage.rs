@@ -9,7 +9,7 @@
 //! (the claim is annotated with the node, the provisioner makes the volume).
 //! A claim of any other class waits until something else binds it.
 
-use crate::cluster::{Claim, Cluster, Volume};
+use crate::cluster::{Claim, Cluster, StorageClass, Volume};
 use crate::node::{term_admits, MatchExpr, Node};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,37 +24,11 @@ pub const IMMEDIATE_UNBOUND: &str = "pod has unbound immediate PersistentVolumeC
 /// Why a node has no volume for a claim (kube-scheduler's words).
 pub const NO_VOLUME: &str = "node(s) didn't find available persistent volumes to bind";
 
-/// A StorageClass: how its claims are bound.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct StorageClass {
-    /// `provisioner` ([`NO_PROVISIONER`]: volumes are made by hand).
-    pub provisioner: String,
-    /// `volumeBindingMode: WaitForFirstConsumer` (else `Immediate`).
-    pub wait_for_consumer: bool,
-    /// `allowedTopologies`: terms ORed, each a set of `In` expressions
-    /// ANDed (none: any node).
-    pub topologies: Vec<Vec<MatchExpr>>,
-    /// Annotated as the default class.
-    pub default: bool,
-}
-
 impl StorageClass {
     /// Whether it provisions volumes.
     pub fn provisions(&self) -> bool {
         !self.provisioner.is_empty() && self.provisioner != NO_PROVISIONER
     }
-}
-
-/// A CSIStorageCapacity: room a CSI driver publishes for a class on the
-/// nodes its topology selects.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct StorageCapacity {
-    /// `storageClassName`.
-    pub class: String,
-    /// `nodeTopology` (`None`: no node has access).
-    pub topology: Option<Vec<MatchExpr>>,
-    /// `maximumVolumeSize`, else `capacity`, in bytes (`None`: neither given).
-    pub limit: Option<u64>,
 }
 
 /// Where `class` can provision a claim of `request` bytes: its
@@ -371,6 +345,7 @@ pub fn complete(c: &mut Cluster, b: &Bind) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::StorageCapacity;
 
     fn node(name: &str, zone: &str) -> Node {
         Node { name: name.into(), labels: [("zone".to_string(), zone.to_string())].into(), ..Default::default() }

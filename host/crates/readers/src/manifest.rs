@@ -16,6 +16,7 @@ mod kinds;
 mod object;
 mod pod;
 mod rules;
+mod storage;
 pub mod topology;
 mod volcano;
 mod window;

@@ -5,7 +5,7 @@ use crate::rules::LabelKeys;
 use std::collections::BTreeMap;
 use tephra_contract::TaskStatus;
 use tephra_model::cluster::{Claim, Cluster, PriorityClass, Volume};
-use tephra_model::storage::{StorageCapacity, StorageClass};
+use tephra_model::cluster::{StorageCapacity, StorageClass};
 use tephra_model::tracked::Mark;
 
 /// Where a session's cluster stood: nodes, queues, PodGroups, pods.

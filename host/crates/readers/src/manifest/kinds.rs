@@ -3,7 +3,7 @@
 
 use super::fields::{At, Doc};
 use super::object::Object;
-use super::{core, volcano, window, workloads};
+use super::{core, storage, volcano, window, workloads};
 use anyhow::{bail, Result};
 
 /// The apiVersion a kind is read under.
@@ -46,8 +46,8 @@ pub(super) const KINDS: &[Kind] = &[
     Kind { kind: "Node", api: Api::Is("v1"), read: core::node },
     Kind { kind: "Pod", api: Api::Is("v1"), read: core::pod },
     Kind { kind: "Namespace", api: Api::Is("v1"), read: core::namespace },
-    Kind { kind: "PersistentVolumeClaim", api: Api::Is("v1"), read: core::claim },
-    Kind { kind: "PersistentVolume", api: Api::Is("v1"), read: core::volume },
+    Kind { kind: "PersistentVolumeClaim", api: Api::Is("v1"), read: storage::claim },
+    Kind { kind: "PersistentVolume", api: Api::Is("v1"), read: storage::volume },
     Kind { kind: "ConfigMap", api: Api::Loose("v1"), read: core::config_map },
     Kind { kind: "Deployment", api: Api::Is("apps/v1"), read: workloads::read },
     Kind { kind: "ReplicaSet", api: Api::Is("apps/v1"), read: workloads::read },
@@ -57,9 +57,9 @@ pub(super) const KINDS: &[Kind] = &[
     Kind { kind: "Job", api: Api::Group("batch.volcano.sh/v1alpha1"), read: volcano::job },
     Kind { kind: "Job", api: Api::Is("batch/v1"), read: workloads::read },
     Kind { kind: "CronJob", api: Api::Is("batch/v1"), read: workloads::read },
-    Kind { kind: "StorageClass", api: Api::Is("storage.k8s.io/v1"), read: core::storage_class },
-    Kind { kind: "CSIDriver", api: Api::Is("storage.k8s.io/v1"), read: core::csi_driver },
-    Kind { kind: "CSIStorageCapacity", api: Api::Is("storage.k8s.io/v1"), read: core::storage_capacity },
+    Kind { kind: "StorageClass", api: Api::Is("storage.k8s.io/v1"), read: storage::storage_class },
+    Kind { kind: "CSIDriver", api: Api::Is("storage.k8s.io/v1"), read: storage::csi_driver },
+    Kind { kind: "CSIStorageCapacity", api: Api::Is("storage.k8s.io/v1"), read: storage::storage_capacity },
     Kind { kind: "CSINode", api: Api::Is("storage.k8s.io/v1"), read: core::attach_limits },
     Kind { kind: "Queue", api: Api::Is("scheduling.volcano.sh/v1beta1"), read: volcano::queue },
     Kind { kind: "PodGroup", api: Api::Is("scheduling.volcano.sh/v1beta1"), read: volcano::podgroup },

@@ -34,11 +34,11 @@ pub enum Object {
     /// A PersistentVolume's name and node affinity.
     Volume(String, Volume),
     /// A StorageClass's name and binding rules.
-    StorageClass(String, tephra_model::storage::StorageClass),
+    StorageClass(String, tephra_model::cluster::StorageClass),
     /// A CSIDriver's name and whether it opts into storage capacity tracking.
     CsiDriver(String, bool),
     /// A CSIStorageCapacity's `namespace/name` and the room it publishes.
-    StorageCapacity(String, tephra_model::storage::StorageCapacity),
+    StorageCapacity(String, tephra_model::cluster::StorageCapacity),
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
     /// A HyperNode.

@@ -1,10 +1,10 @@
 //! The pod spec, shared by Pods, Volcano Job templates and workload
 //! templates: requests, placement rules, images and volumes.
 
-use super::core::claim_in;
 use super::fields::{get, int, int64, map, resources, seq, string, At};
 use super::object::ESTIMATE;
 use super::rules;
+use super::storage::claim_in;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 use tephra_model::cluster::{Pod, Toleration};

@@ -2,10 +2,10 @@
 //! `batch/v1` Job and CronJob, read with their pod template; the simulator's
 //! controllers make their pods (and a CronJob's Jobs).
 
-use super::core::claim_in;
 use super::fields::{count, get, map, seq, string, Doc, Meta};
 use super::object::Object;
 use super::pod::{estimate, pod_spec, preemptable};
+use super::storage::claim_in;
 use anyhow::Result;
 use tephra_model::cluster::{JobSpec, Pod, Workload, WorkloadKind};
 
