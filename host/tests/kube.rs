@@ -502,6 +502,92 @@ fn provisioning_goes_where_storage_capacity_is_published() {
     assert!(t.terminate());
 }
 
+/// A pod's binding that fails takes back the volume binding written for it:
+/// with a ValidatingAdmissionPolicy denying every `pods/binding`, tephra
+/// writes the local volume's `claimRef`, the bind is refused, and the
+/// volume is free again (no controller-manager runs here, so nothing else
+/// touches it); with the policy gone the pod binds and the volume keeps
+/// its claim.
+#[test]
+fn a_failed_bind_takes_its_volume_binding_back() {
+    let c = Cluster::start("unbind");
+    c.node("n1", "4");
+    let ns = "t-unbind";
+    namespace(&c, ns);
+    c.apply(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: no-binding}\n\
+         spec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules:\n    - {apiGroups: [''], apiVersions: [v1], \
+         operations: [CREATE], resources: [pods/binding]}\n  validations:\n  - {expression: 'false', message: refused by no-binding}\n\
+         ---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata: {name: no-binding}\nspec: {policyName: no-binding, validationActions: [Deny]}\n",
+    );
+    // The policy is in force once the binding of a pod nobody schedules is
+    // refused (it takes the API server a moment to load it).
+    let mut probes = 0;
+    wait(&c, ns, 30, "the policy denying bindings", || {
+        probes += 1;
+        let name = format!("probe-{probes}");
+        c.apply(&format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {ns}}}\nspec: {{schedulerName: nobody, \
+             containers: [{{name: c, image: busybox}}]}}\n"
+        ));
+        let binding = format!(
+            r#"{{"apiVersion":"v1","kind":"Binding","metadata":{{"name":"{name}"}},"target":{{"kind":"Node","name":"n1"}}}}"#
+        );
+        let path = format!("/api/v1/namespaces/{ns}/pods/{name}/binding");
+        match c.try_kubectl(&["create", "--raw", &path, "-f", "-"], Some(&binding)) {
+            Err(e) if e.contains("refused by no-binding") => Some(()),
+            Err(e) => panic!("{e}"),
+            Ok(_) => None,
+        }
+    });
+    c.apply(&format!(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: local}}\nprovisioner: kubernetes.io/no-provisioner\n\
+         volumeBindingMode: WaitForFirstConsumer\n---\n\
+         apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: disk}}\nspec:\n  storageClassName: local\n  \
+         capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n  local: {{path: /mnt/disk}}\n  nodeAffinity:\n    \
+         required:\n      nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [n1]}}]}}]\n---\n\
+         apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: data, namespace: {ns}}}\n\
+         spec: {{storageClassName: local, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: db, namespace: {ns}}}\nspec:\n  schedulerName: volcano\n  \
+         volumes: [{{name: d, persistentVolumeClaim: {{claimName: data}}}}]\n  \
+         containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: '1'}}}}}}]\n"
+    ));
+    // The PersistentVolume as the API server has it, once available (the
+    // volume controller is not running: phase Available is set here).
+    c.kubectl(&[
+        "patch",
+        "pv",
+        "disk",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Available"}}"#,
+    ]);
+    let mut t = Tephra::start(&c, "a", &[]);
+    let cond = wait(&c, ns, 60, "db's bind refused", || {
+        scheduled_false(&c, ns, "db")
+            .filter(|x| x["message"].as_str().is_some_and(|m| m.contains("refused by no-binding")))
+    });
+    assert_eq!(cond["reason"], "SchedulerError", "{cond}");
+    // Stopped after the cycle under way: its writes are all done or taken back.
+    assert!(t.terminate());
+    let pv = c.json(&["get", "pv", "disk"]);
+    assert!(pv["spec"]["claimRef"].is_null(), "the volume keeps a claim after the failed bind: {pv}");
+    assert_eq!(c.placements(ns)["db"], "");
+    c.kubectl(&["delete", "validatingadmissionpolicybinding", "no-binding"]);
+    let mut t = Tephra::start(&c, "b", &[]);
+    assert_eq!(bound(&c, ns, "db"), "n1");
+    let pv = c.json(&["get", "pv", "disk"]);
+    assert_eq!(
+        (pv["spec"]["claimRef"]["namespace"].as_str(), pv["spec"]["claimRef"]["name"].as_str()),
+        (Some(ns), Some("data")),
+        "{pv}"
+    );
+    t.assert_alive();
+    assert!(t.terminate());
+}
+
 /// The scheduler config of the swap tests: node order from plugin `prefer`.
 fn prefer_config(c: &Cluster) -> PathBuf {
     let conf = c.dir.join("prefer.conf");
