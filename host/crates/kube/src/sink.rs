@@ -1,6 +1,7 @@
 //! Applies a cycle's decisions to the API server: binds through
-//! `pods/binding` (their claims' volumes first, see [`volumes`]), evictions through the Eviction API (or a plain delete),
-//! nominations through pod status.
+//! `pods/binding` (their claims' volumes first, see [`volumes`]), evictions
+//! through the Eviction API (or a plain delete), nominations through pod
+//! status.
 //!
 //! The Outcome holds only committed statements, so a gang reaches here whole.
 //! Until the watch shows a bind or an eviction, the store *assumes* it (the

@@ -19,8 +19,8 @@ pub(super) fn claim(d: Doc) -> Result<Object> {
     Ok(Object::Claim(format!("{}/{}", d.meta.namespace, d.meta.name), claim))
 }
 
-/// A claim from `v` (a PersistentVolumeClaim, or a StatefulSet's claim
-/// template, its fields under `prefix`).
+/// A claim from `v` (a PersistentVolumeClaim, or a StatefulSet's or an
+/// ephemeral volume's claim template, its fields under `prefix`).
 pub(super) fn claim_in(at: &At, v: &Value, prefix: &str, annotations: &BTreeMap<String, String>) -> Result<Claim> {
     let field = |f: &str| format!("{prefix}{f}");
     // Bound: `spec.volumeName` once the binder set it, and phase Bound.
@@ -31,8 +31,8 @@ pub(super) fn claim_in(at: &At, v: &Value, prefix: &str, annotations: &BTreeMap<
         volume: name.filter(|_| bound),
         class: string(at, v, &field("spec.storageClassName"))?,
         request: bytes(at, v, &field("spec.resources.requests.storage"))?,
-        modes: seq(at, v, &field("spec.accessModes"))?.iter().filter_map(scalar_string).collect(),
-        block: string(at, v, &field("spec.volumeMode"))?.as_deref() == Some("Block"),
+        modes: access_modes(at, v, prefix)?,
+        block: block(at, v, prefix)?,
         selected_node: annotations.get(SELECTED_NODE).cloned(),
     })
 }
@@ -60,8 +60,8 @@ pub(super) fn volume(d: Doc) -> Result<Object> {
             csi,
             class: string(at, v, "spec.storageClassName")?.unwrap_or_default(),
             capacity: bytes(at, v, "spec.capacity.storage")?,
-            modes: access_modes(at, v)?,
-            block: block(at, v)?,
+            modes: access_modes(at, v, "")?,
+            block: block(at, v, "")?,
             claim,
             available: matches!(phase.as_deref(), None | Some("Available")),
         },
@@ -131,10 +131,12 @@ fn bytes(at: &At, v: &Value, path: &str) -> Result<u64> {
     }
 }
 
-fn access_modes(at: &At, v: &Value) -> Result<Vec<String>> {
-    Ok(seq(at, v, "spec.accessModes")?.iter().filter_map(scalar_string).collect())
+/// `spec.accessModes` under `prefix`.
+fn access_modes(at: &At, v: &Value, prefix: &str) -> Result<Vec<String>> {
+    Ok(seq(at, v, &format!("{prefix}spec.accessModes"))?.iter().filter_map(scalar_string).collect())
 }
 
-fn block(at: &At, v: &Value) -> Result<bool> {
-    Ok(string(at, v, "spec.volumeMode")?.as_deref() == Some("Block"))
+/// `spec.volumeMode: Block` under `prefix`.
+fn block(at: &At, v: &Value, prefix: &str) -> Result<bool> {
+    Ok(string(at, v, &format!("{prefix}spec.volumeMode"))?.as_deref() == Some("Block"))
 }
