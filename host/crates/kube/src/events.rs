@@ -118,6 +118,15 @@ impl Recorder {
     }
 }
 
+/// An API server's refusal as a pod's condition and Events say it:
+/// `message (code)`.
+pub fn refusal(e: kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
+        e => e.to_string(),
+    }
+}
+
 /// Waits before each new try of an Event write (about two minutes in all).
 const RETRY_DELAYS_MS: [u64; 11] = [250, 500, 1000, 2000, 4000, 8000, 10000, 15000, 20000, 25000, 30000];
 

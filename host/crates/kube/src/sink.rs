@@ -10,7 +10,7 @@
 //! server itself refuses a second binding of a bound pod (409), so a bind can
 //! never land twice.
 
-use super::events::{reference, Kind, Recorder};
+use super::events::{reference, refusal, Kind, Recorder};
 use super::kinds::VOLCANO_API;
 use super::source::Store;
 use super::volumes;
@@ -253,13 +253,6 @@ impl Sink {
     }
 }
 
-fn api_error(e: kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
-        e => e.to_string(),
-    }
-}
-
 async fn bind(client: &Client, pod: &PodRef, node: &str) -> Result<(), String> {
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
     let binding = Binding {
@@ -280,7 +273,7 @@ async fn bind(client: &Client, pod: &PodRef, node: &str) -> Result<(), String> {
     api.create_subresource::<Binding, serde_json::Value>("binding", &pod.name, &PostParams::default(), &binding)
         .await
         .map(|_| ())
-        .map_err(api_error)
+        .map_err(refusal)
 }
 
 /// Sets one pod condition (merged by type) through the status subresource.
@@ -288,7 +281,7 @@ pub async fn set_condition(client: &Client, pod: &PodRef, mut condition: serde_j
     condition["lastTransitionTime"] = json!(Timestamp::now().to_string());
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
     let patch = json!({"status": {"conditions": [condition]}});
-    api.patch_status(&pod.name, &PatchParams::default(), &Patch::Strategic(&patch)).await.map(|_| ()).map_err(api_error)
+    api.patch_status(&pod.name, &PatchParams::default(), &Patch::Strategic(&patch)).await.map(|_| ()).map_err(refusal)
 }
 
 async fn evict(client: &Client, pod: &PodRef, reason: &str, mode: EvictMode, scheduler: &str) -> Result<(), String> {
@@ -306,7 +299,7 @@ async fn evict(client: &Client, pod: &PodRef, reason: &str, mode: EvictMode, sch
             // A PodDisruptionBudget may refuse (429): then the pod keeps no
             // DisruptionTarget, so the condition is written only after the
             // API server accepted, over the one it sets itself.
-            api.evict(&pod.name, &ep).await.map_err(api_error)?;
+            api.evict(&pod.name, &ep).await.map_err(refusal)?;
             if let Err(e) = set_condition(client, pod, condition).await {
                 tracing::warn!("DisruptionTarget on evicted pod {}: {e}", pod.key());
             }
@@ -316,7 +309,7 @@ async fn evict(client: &Client, pod: &PodRef, reason: &str, mode: EvictMode, sch
             // As Volcano: the condition first, so the pod's owner sees why it goes.
             set_condition(client, pod, condition).await?;
             let dp = DeleteParams { preconditions: uid_guard, ..Default::default() };
-            api.delete(&pod.name, &dp).await.map(|_| ()).map_err(api_error)
+            api.delete(&pod.name, &dp).await.map(|_| ()).map_err(refusal)
         }
     }
 }

@@ -5,6 +5,7 @@
 //! provisioner then makes the volume there). Should the pod's binding fail,
 //! both are taken back, unless something changed them since.
 
+use super::events::refusal;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -22,11 +23,9 @@ pub struct Written {
     version: String,
 }
 
-fn error(e: kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
-        e => e.to_string(),
-    }
+/// A claim's `namespace/name` as its two parts.
+fn parts(claim: &str) -> (&str, &str) {
+    claim.split_once('/').unwrap_or(("default", claim))
 }
 
 /// Writes `binds`; `version` gives a volume's resourceVersion as last seen
@@ -41,7 +40,7 @@ pub async fn write(
     for b in binds {
         let r = match b {
             Bind::Volume { claim, volume } => {
-                let (ns, name) = claim.split_once('/').unwrap_or(("default", claim));
+                let (ns, name) = parts(claim);
                 let mut patch = json!({
                     "metadata": {"annotations": {BOUND_BY_CONTROLLER: "yes"}},
                     "spec": {"claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": ns, "name": name}},
@@ -53,16 +52,16 @@ pub async fn write(
                 api.patch(volume, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map(|v| v.resource_version().unwrap_or_default())
-                    .map_err(|e| format!("binding persistentvolume {volume} to claim {claim}: {}", error(e)))
+                    .map_err(|e| format!("binding persistentvolume {volume} to claim {claim}: {}", refusal(e)))
             }
             Bind::Provision { claim, node } => {
-                let (ns, name) = claim.split_once('/').unwrap_or(("default", claim));
+                let (ns, name) = parts(claim);
                 let patch = json!({"metadata": {"annotations": {SELECTED_NODE: node}}});
                 let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
                 api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map(|v| v.resource_version().unwrap_or_default())
-                    .map_err(|e| format!("selecting node {node} for claim {claim}: {}", error(e)))
+                    .map_err(|e| format!("selecting node {node} for claim {claim}: {}", refusal(e)))
             }
         };
         match r {
@@ -90,14 +89,14 @@ pub async fn undo(client: &Client, written: &[Written]) {
                 api.patch(volume, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
             }
             Bind::Provision { claim, .. } => {
-                let (ns, name) = claim.split_once('/').unwrap_or(("default", claim));
+                let (ns, name) = parts(claim);
                 let patch = json!({"metadata": {"resourceVersion": w.version, "annotations": {SELECTED_NODE: null}}});
                 let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
                 api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
             }
         };
         if let Err(e) = r {
-            tracing::warn!("taking back the binding of claim {}: {}", w.bind.claim(), error(e));
+            tracing::warn!("taking back the binding of claim {}: {}", w.bind.claim(), refusal(e));
         }
     }
 }

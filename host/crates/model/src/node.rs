@@ -113,16 +113,19 @@ pub struct Node {
 /// Whether `labels` satisfy every requirement of `sel` (`None` matches nothing).
 pub fn selects(sel: &Selector, labels: &BTreeMap<String, String>) -> bool {
     let Some(reqs) = sel else { return false };
-    reqs.iter().all(|r| {
-        let v = labels.get(&r.key);
-        match r.operator.as_str() {
-            "In" => v.is_some_and(|v| r.values.contains(v)),
-            "NotIn" => v.is_none_or(|v| !r.values.contains(v)),
-            "Exists" => v.is_some(),
-            "DoesNotExist" => v.is_none(),
-            _ => false,
-        }
-    })
+    reqs.iter().all(|r| holds(r, labels.get(&r.key)))
+}
+
+/// Whether value `v` (none: the label is absent) satisfies `r`'s set
+/// operator (`In`, `NotIn`, `Exists`, `DoesNotExist`; any other: no).
+fn holds(r: &MatchExpr, v: Option<&String>) -> bool {
+    match r.operator.as_str() {
+        "In" => v.is_some_and(|v| r.values.contains(v)),
+        "NotIn" => v.is_none_or(|v| !r.values.contains(v)),
+        "Exists" => v.is_some(),
+        "DoesNotExist" => v.is_none(),
+        _ => false,
+    }
 }
 
 /// Whether `node` satisfies every expression of a node-selector term
@@ -130,15 +133,11 @@ pub fn selects(sel: &Selector, labels: &BTreeMap<String, String>) -> bool {
 pub fn term_admits(term: &[MatchExpr], node: &Node) -> bool {
     term.iter().all(|r| {
         let v = if r.field { (r.key == "metadata.name").then_some(&node.name) } else { node.labels.get(&r.key) };
-        let number = |s: &str| s.parse::<i64>().ok();
+        let numbers = || Some((v?.parse::<i64>().ok()?, r.values.first()?.parse::<i64>().ok()?));
         match r.operator.as_str() {
-            "In" => v.is_some_and(|v| r.values.contains(v)),
-            "NotIn" => v.is_none_or(|v| !r.values.contains(v)),
-            "Exists" => v.is_some(),
-            "DoesNotExist" => v.is_none(),
-            "Gt" => matches!((v.and_then(|v| number(v)), r.values.first().and_then(|x| number(x))), (Some(a), Some(b)) if a > b),
-            "Lt" => matches!((v.and_then(|v| number(v)), r.values.first().and_then(|x| number(x))), (Some(a), Some(b)) if a < b),
-            _ => false,
+            "Gt" => numbers().is_some_and(|(a, b)| a > b),
+            "Lt" => numbers().is_some_and(|(a, b)| a < b),
+            _ => holds(r, v),
         }
     })
 }

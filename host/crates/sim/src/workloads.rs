@@ -8,8 +8,9 @@
 //! Volcano's podgroup controller makes it for an owner: minMember 1 (or
 //! `scheduling.volcano.sh/group-min-member`), its queue annotation.
 
-use std::collections::HashMap;
-use tephra_model::cluster::{Cluster, Phase, Pod, PodGroup, PodPhase, Workload, WorkloadKind};
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use tephra_model::cluster::{Claim, Cluster, Phase, Pod, PodGroup, PodPhase, Workload, WorkloadKind};
 
 /// Scheduler names whose pods tephra schedules.
 pub const SCHEDULER_NAMES: [&str; 2] = ["volcano", "tephra"];
@@ -111,14 +112,12 @@ impl Controllers {
                                 // Its claims outlive it: made once, kept for its successors.
                                 for (tpl, claim) in &w.claim_templates {
                                     let key = format!("{}/{tpl}-{}", p.namespace, p.name);
-                                    if let std::collections::btree_map::Entry::Vacant(e) = c.claims.entry(key) {
-                                        made.push(format!(
-                                            "PersistentVolumeClaim {} (by StatefulSet {})",
-                                            e.key(),
-                                            w.key()
-                                        ));
-                                        e.insert(claim.clone());
-                                    }
+                                    made.extend(make_claim(
+                                        &mut c.claims,
+                                        key,
+                                        claim,
+                                        &format!("by StatefulSet {}", w.key()),
+                                    ));
                                 }
                                 new.push(p);
                                 break;
@@ -255,11 +254,20 @@ pub fn ephemeral_claims(c: &mut Cluster) -> Vec<String> {
     for p in c.pods.iter().filter(|p| p.node.is_none() && !p.deleting && p.phase == PodPhase::Pending) {
         for (volume, claim) in &p.ephemeral {
             let key = format!("{}/{}-{volume}", p.namespace, p.name);
-            if let std::collections::btree_map::Entry::Vacant(e) = c.claims.entry(key) {
-                made.push(format!("PersistentVolumeClaim {} (for pod {})", e.key(), p.key()));
-                e.insert(claim.clone());
-            }
+            made.extend(make_claim(&mut c.claims, key, claim, &format!("for pod {}", p.key())));
         }
     }
     made
+}
+
+/// Makes claim `key` unless it exists; says so when made.
+fn make_claim(claims: &mut BTreeMap<String, Claim>, key: String, claim: &Claim, why: &str) -> Option<String> {
+    match claims.entry(key) {
+        Entry::Vacant(e) => {
+            let made = format!("PersistentVolumeClaim {} ({why})", e.key());
+            e.insert(claim.clone());
+            Some(made)
+        }
+        Entry::Occupied(_) => None,
+    }
 }

@@ -171,13 +171,14 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
     let mut why = Vec::new();
     let (mut group, mut to_bind) = (0, c::BIND_GROUP);
     for claim in &p.claims {
-        let Some(bound) = c.claims.get(&format!("{}/{claim}", p.namespace)) else {
+        let key = format!("{}/{claim}", p.namespace);
+        let Some(bound) = c.claims.get(&key) else {
             why.push(format!("persistentvolumeclaim \"{claim}\" not found"));
             continue;
         };
         let (number, terms) = match &bound.volume {
             // Bound on first consumer: the nodes where it can still be bound.
-            None => match storage::places(c, &format!("{}/{claim}", p.namespace), bound) {
+            None => match storage::places(c, &key, bound) {
                 Ok(None) => continue,
                 Ok(Some(terms)) => (&mut to_bind, terms),
                 Err(e) => {
