@@ -239,7 +239,7 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
     for (i, o) in s.get("objects").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         let object = crate::manifest::from_value(o, &format!("{at}: objects[{i}]"))?;
         if object.keep_in(&mut c).is_some() {
-            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, Namespace, PriorityClass, HyperNode and Reservation");
+            bail!("{at}: objects[{i}]: only PersistentVolumeClaim, PersistentVolume, StorageClass, CSIDriver, CSIStorageCapacity, CSINode, DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, Namespace, PriorityClass, HyperNode and Reservation");
         }
     }
     let mut overrides = StatusOverrides::new();
@@ -358,6 +358,7 @@ fn cluster(s: &Value, at: &str) -> Result<Setup> {
             .map(|p| Pod { node: None, phase: PodPhase::Pending, ..p.clone() })
             .collect();
     }
+    tephra_model::allocation::account(&mut c);
     Ok(Setup { cluster: c, overrides, jobs })
 }
 

@@ -1,6 +1,7 @@
 //! The `tephra` command end to end: the embedded demo, example manifests,
 //! JSON output, one-line errors for bad input, and sessions kept between cycles.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -113,21 +114,16 @@ fn placement_rules_hold_and_name_why_pods_wait() {
     assert!(!err.contains("FAULT") && !out.contains("FAULT"));
 }
 
-/// Rules tephra does not evaluate yet keep their pods waiting, each with a
-/// reason naming the field; a plain pod beside them is placed.
+/// A rule tephra does not evaluate yet keeps its pod waiting, with a reason
+/// naming the field; a plain pod beside it is placed.
 #[test]
 fn unevaluated_rules_wait_and_are_named() {
     let (code, out, err) = tephra(&["simulate", "examples/placement/not-yet.yaml"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("bind       apps/plain → "), "{out}");
-    for (pod, field) in [
-        ("with-gpu-claim", "spec.resourceClaims not evaluated by tephra yet"),
-        ("gated", "spec.schedulingGates not evaluated by tephra yet"),
-    ] {
-        assert!(!out.contains(&format!("apps/{pod} →")), "{pod} was placed:\n{out}");
-        let line = out.lines().find(|l| l.contains(&format!("waiting    apps/{pod}:"))).expect("a reason");
-        assert!(line.contains(&format!("{field} (tephra)")), "{line}");
-    }
+    assert!(!out.contains("apps/gated →"), "gated was placed:\n{out}");
+    let line = out.lines().find(|l| l.contains("waiting    apps/gated:")).expect("a reason");
+    assert!(line.contains("spec.schedulingGates not evaluated by tephra yet (tephra)"), "{line}");
 }
 
 /// examples/placement/volumes.yaml as its README says: the StatefulSet's
@@ -168,6 +164,49 @@ fn placement_volumes_walkthrough() {
         assert!(!out.contains(&format!("apps/{pod} →")), "{pod} was placed:\n{out}");
         let line = out.lines().rfind(|l| l.contains(&format!("waiting    apps/{pod}:"))).expect("a reason");
         assert!(line.ends_with(&format!("0/3 nodes are available: 3 {why} (tephra)")), "{line}");
+    }
+}
+
+/// examples/placement/devices.yaml as its README says: each pod's claim is
+/// made from its template; the gang's workers get two A100s of one NVLink
+/// domain each (two on n0, one per domain; two on n1), the T4 claim goes to
+/// n2; a failing selector and a full queue keep their pods waiting.
+#[test]
+fn placement_devices_walkthrough() {
+    let (code, out, err) = tephra(&["simulate", "examples/placement/devices.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    for i in 0..4 {
+        let made = format!("created    ResourceClaim ml/train-{i}-gpus (for pod ml/train-{i})");
+        assert!(out.contains(&made), "{made:?} missing:\n{out}");
+    }
+    let mut per_node = BTreeMap::new();
+    for i in 0..4 {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("devices    claim ml/train-{i}-gpus allocated ")))
+            .unwrap_or_else(|| panic!("train-{i} got no devices:\n{out}"));
+        let got: Vec<&str> = line.rsplit("allocated ").next().unwrap().split(", ").collect();
+        assert_eq!(got.len(), 2, "{line}");
+        let node = got[0].split('/').next().unwrap();
+        assert!(got.iter().all(|d| d.starts_with(&format!("{node}/"))), "one node: {line}");
+        assert!(out.contains(&format!("bind       ml/train-{i} → {node}")), "placed where its devices are:\n{out}");
+        // n0's domains are gpu-0/2 and gpu-1/3; n1's four share one.
+        if node == "n0" {
+            let domain = |d: &str| d.ends_with('0') || d.ends_with('2');
+            assert_eq!(domain(got[0]), domain(got[1]), "one NVLink domain: {line}");
+        }
+        *per_node.entry(node.to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(per_node, BTreeMap::from([("n0".to_string(), 2), ("n1".to_string(), 2)]));
+    assert!(out.contains("devices    claim ml/eval-gpu allocated n2/gpu-"), "{out}");
+    assert!(out.contains("bind       ml/eval → n2"), "{out}");
+    for (pod, why) in [
+        ("probe", r#"selector "device.attributes[\"gpu.example.com\"].cores > 2" fails: No such key: cores"#),
+        ("extra", "queue research has no quota left for it"),
+    ] {
+        assert!(!out.contains(&format!("ml/{pod} →")), "{pod} was placed:\n{out}");
+        let line = out.lines().rfind(|l| l.contains(&format!("waiting    ml/{pod}:"))).expect("a reason");
+        assert!(line.contains(why), "{line}");
     }
 }
 

@@ -9,6 +9,9 @@ use crate::types::{AffinityExpr, Toleration};
 /// `affinity-expr` groups from this one on are claims still to be bound on
 /// first consumer (the nodes where they can be), not bound volumes.
 pub const BIND_GROUP: u32 = 1 << 16;
+/// The `affinity-expr` group of the nodes where a task's DRA claims can be
+/// allocated.
+pub const DEVICE_GROUP: u32 = 1 << 17;
 
 /// Per node, its `node_labels` rows sorted by key, for lookups by key.
 #[derive(Default)]
@@ -176,10 +179,11 @@ impl NodeRules {
         Self::groups_match(&self.labels, s, &self.volumes[task], node)
     }
 
-    /// The first volume group that does not hold on `node`, if any: `true`
-    /// when it is a claim still to be bound (no volume can be bound or
-    /// provisioned for it there), `false` a bound volume's node affinity.
-    pub fn volume_misfit(&self, s: &Session, task: usize, node: usize) -> Option<bool> {
+    /// The first volume or device group that does not hold on `node`, if
+    /// any: from [`BIND_GROUP`] on a claim still to be bound (no volume can
+    /// be bound or provisioned for it there), [`DEVICE_GROUP`] the pod's DRA
+    /// claims, below a bound volume's node affinity.
+    pub fn volume_misfit(&self, s: &Session, task: usize, node: usize) -> Option<u32> {
         let exprs = &s.snap.task_affinity;
         self.volumes[task]
             .chunk_by(|&a, &b| exprs[a].group == exprs[b].group)
@@ -188,7 +192,7 @@ impl NodeRules {
                     .chunk_by(|&a, &b| exprs[a].term == exprs[b].term)
                     .any(|term| term.iter().all(|&r| self.labels.matches(s, &exprs[r], node)))
             })
-            .map(|group| exprs[group[0]].group >= BIND_GROUP)
+            .map(|group| exprs[group[0]].group)
     }
 
     /// Per group, some term of `rows` matches.

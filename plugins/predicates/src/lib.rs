@@ -1,7 +1,8 @@
 //! Predicates: the node filters of Volcano's `predicates` plugin (reference
 //! §8.8), with kube-scheduler's semantics and messages: NodeUnschedulable,
 //! NodeAffinity (nodeSelector, required terms with `matchExpressions` and
-//! `matchFields`), TaintToleration, bound volumes' node affinity, CSI
+//! `matchFields`), TaintToleration, bound volumes' node affinity (and where
+//! unbound claims can be bound, DRA claims allocated), CSI
 //! attach limits (NodeVolumeLimits), NodePorts,
 //! Volcano's pod-count check, PodTopologySpread (`DoNotSchedule`) and
 //! InterPodAffinity (required terms both ways).
@@ -20,7 +21,7 @@ mod interpod;
 mod ports;
 mod spread;
 
-use tephra_sdk::nodes::NodeRules;
+use tephra_sdk::nodes::{NodeRules, BIND_GROUP, DEVICE_GROUP};
 use tephra_sdk::pods::Pods;
 use tephra_sdk::resource::PODS;
 use tephra_sdk::{Args, Event, ExtensionPoint as P, Fits, Policy, Session, TaskStatus, Unfit};
@@ -30,6 +31,8 @@ const AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
 const PODS_EXCEEDED: &str = "node(s) pod number exceeded";
 const VOLUME_CONFLICT: &str = "node(s) had volume node affinity conflict";
 const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
+/// DynamicResources' words for a node where a pod's claims cannot be allocated.
+const DEVICES_CONFLICT: &str = "cannot allocate all claims";
 /// The taint a pod must tolerate to land on a cordoned node.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
@@ -59,6 +62,7 @@ struct Fixed {
     ports: Unfit,
     volumes: Unfit,
     to_bind: Unfit,
+    devices: Unfit,
     attach: Unfit,
 }
 
@@ -71,6 +75,7 @@ impl Default for Fixed {
             ports: Unfit::new(ports::CONFLICT),
             volumes: Unfit::unresolvable(VOLUME_CONFLICT),
             to_bind: Unfit::unresolvable(BIND_CONFLICT),
+            devices: Unfit::unresolvable(DEVICES_CONFLICT),
             attach: Unfit::new(attach::EXCEEDED),
         }
     }
@@ -125,8 +130,9 @@ impl Predicates {
         }
         if !rules.volumes[t].is_empty() {
             match rules.volume_misfit(s, t, n) {
-                Some(true) => return Err(self.fixed.to_bind.clone()),
-                Some(false) => return Err(self.fixed.volumes.clone()),
+                Some(g) if g >= DEVICE_GROUP => return Err(self.fixed.devices.clone()),
+                Some(g) if g >= BIND_GROUP => return Err(self.fixed.to_bind.clone()),
+                Some(_) => return Err(self.fixed.volumes.clone()),
                 None => {}
             }
         }

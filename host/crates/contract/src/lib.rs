@@ -133,6 +133,10 @@ pub const CONTRACT: &str = "0.7.0";
 /// first consumer (the nodes where they can be), not bound volumes.
 pub const BIND_GROUP: u32 = 1 << 16;
 
+/// The `affinity-expr` group of the nodes where a task's DRA claims can be
+/// allocated.
+pub const DEVICE_GROUP: u32 = 1 << 17;
+
 /// Every contract version this host loads, newest first.
 pub const SUPPORTED: [&str; 4] = [CONTRACT, "0.6.0", "0.5.0", "0.4.0"];
 

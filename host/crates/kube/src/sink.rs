@@ -182,10 +182,11 @@ impl Sink {
         let versions = &versions;
         let results: Vec<_> = futures::stream::iter(ready)
             .map(|(pod, node, writes)| async move {
-                let written = match volumes::write(client, &writes, |v| versions.get(v).cloned().flatten()).await {
-                    Ok(w) => w,
-                    Err(e) => return (pod, node, Vec::new(), Err(e)),
-                };
+                let written =
+                    match volumes::write(client, &writes, &pod.uid, |v| versions.get(v).cloned().flatten()).await {
+                        Ok(w) => w,
+                        Err(e) => return (pod, node, Vec::new(), Err(e)),
+                    };
                 let r = bind(client, &pod, &node).await;
                 if r.is_err() {
                     volumes::undo(client, &written).await;

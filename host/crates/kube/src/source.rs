@@ -23,6 +23,7 @@ use crate::kinds::{
 };
 use crate::watch::{forward, ids, key_of, Change, Denied, Feed, Spec, Step};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -66,7 +67,7 @@ struct Watched {
 }
 
 /// How many watches there are (pods are watched twice).
-const WATCH_COUNT: usize = 15;
+const WATCH_COUNT: usize = 19;
 
 /// Every watch. Pods are watched twice with field selectors, as Volcano's
 /// informer filters them: ours (any state), and others' bound ones, which
@@ -287,6 +288,80 @@ const WATCHED: [Watched; WATCH_COUNT] = [
         held: Store::held,
     },
     Watched {
+        // DRA: the classes devices are requested by (absent API: none).
+        name: "deviceclasses",
+        kind: "DeviceClass",
+        api: None,
+        optional: true,
+        start: |client, _, feed, spec| forward::<DeviceClass>(Api::all(client.clone()), Default::default(), feed, spec),
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::DeviceClass(key, v) => Some((key, v)),
+                _ => None,
+            };
+            s.keyed::<DeviceClass, _>(w, o, &mut c.device_classes, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.device_classes, key),
+        held: Store::held,
+    },
+    Watched {
+        // DRA: the devices drivers publish, per node or pool.
+        name: "resourceslices",
+        kind: "ResourceSlice",
+        api: None,
+        optional: true,
+        start: |client, _, feed, spec| {
+            forward::<ResourceSlice>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::ResourceSlice(key, v) => Some((key, v)),
+                _ => None,
+            };
+            s.keyed::<ResourceSlice, _>(w, o, &mut c.resource_slices, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.resource_slices, key),
+        held: Store::held,
+    },
+    Watched {
+        // DRA: pods' claims, their allocations and reservations.
+        name: "resourceclaims",
+        kind: "ResourceClaim",
+        api: None,
+        optional: true,
+        start: |client, _, feed, spec| {
+            forward::<ResourceClaim>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::ResourceClaim(key, v) => Some((key, v)),
+                _ => None,
+            };
+            s.keyed::<ResourceClaim, _>(w, o, &mut c.resource_claims, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.resource_claims, key),
+        held: Store::held,
+    },
+    Watched {
+        // DRA: the claims templates make for pods (until they are made).
+        name: "resourceclaimtemplates",
+        kind: "ResourceClaimTemplate",
+        api: None,
+        optional: true,
+        start: |client, _, feed, spec| {
+            forward::<ResourceClaimTemplate>(Api::all(client.clone()), Default::default(), feed, spec)
+        },
+        applied: |s, c, w, o| {
+            let pick = |obj| match obj {
+                Object::ClaimTemplate(key, v) => Some((key, v)),
+                _ => None,
+            };
+            s.keyed::<ResourceClaimTemplate, _>(w, o, &mut c.claim_templates, pick);
+        },
+        deleted: |s, c, w, key| s.forget(w, &mut c.claim_templates, key),
+        held: Store::held,
+    },
+    Watched {
         // Nodes' CSI attach limits.
         name: "csinodes",
         kind: "CSINode",
@@ -476,7 +551,8 @@ pub struct Store {
     nodes: HashMap<String, (String, String)>,
     /// For the kinds kept as one value under a name (priority classes,
     /// namespaces, claims, volumes, storage classes, CSI drivers and
-    /// capacities, CSINodes, HyperNodes, Reservations),
+    /// capacities, DRA classes, slices, claims and templates, CSINodes,
+    /// HyperNodes, Reservations),
     /// per watch: key → resourceVersion.
     versions: [HashMap<String, String>; WATCH_COUNT],
     /// Each Reservation's status as the API has it.

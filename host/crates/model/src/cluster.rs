@@ -269,6 +269,11 @@ pub struct Pod {
     /// Generic ephemeral volumes: (volume name, the claim made for it from
     /// its `volumeClaimTemplate`).
     pub ephemeral: Vec<(String, Claim)>,
+    /// `spec.resourceClaims`: its DRA claims.
+    pub device_claims: Vec<crate::devices::PodClaim>,
+    /// The devices its claims take, per class, as they are in `requests`
+    /// (see [`crate::allocation::account`]).
+    pub devices: ResourceList,
     /// `metadata.annotations`.
     pub annotations: BTreeMap<String, String>,
     /// `metadata.labels`.
@@ -346,6 +351,20 @@ pub struct Cluster {
     pub csi_drivers: BTreeMap<String, bool>,
     /// CSIStorageCapacities by `namespace/name`.
     pub storage_capacities: BTreeMap<String, StorageCapacity>,
+    /// DeviceClasses by name.
+    pub device_classes: BTreeMap<String, crate::devices::DeviceClass>,
+    /// ResourceSlices by name.
+    pub resource_slices: BTreeMap<String, crate::devices::ResourceSlice>,
+    /// ResourceClaims by `namespace/name`.
+    pub resource_claims: BTreeMap<String, crate::devices::ResourceClaim>,
+    /// ResourceClaimTemplates by `namespace/name`: the claim each makes.
+    pub claim_templates: BTreeMap<String, crate::devices::ResourceClaim>,
+    /// Per node, its devices per class (kept by [`crate::allocation::account`]).
+    pub devices_counted: BTreeMap<String, ResourceList>,
+    /// The classes and slices `devices_counted` was counted from.
+    #[allow(clippy::type_complexity)]
+    pub devices_basis:
+        Option<(BTreeMap<String, crate::devices::DeviceClass>, BTreeMap<String, crate::devices::ResourceSlice>)>,
     /// Per node (its CSINode), how many volumes each CSI driver can attach.
     pub attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
     /// HyperNodes by name.

@@ -9,6 +9,7 @@
 //! (the claim is annotated with the node, the provisioner makes the volume).
 //! A claim of any other class waits until something else binds it.
 
+use crate::allocation::Allocator;
 use crate::cluster::{Claim, Cluster, StorageClass, Volume};
 use crate::node::{term_admits, MatchExpr, Node};
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,6 +73,9 @@ pub enum Bind {
         /// The node chosen.
         node: String,
     },
+    /// A pod's DRA claim is allocated on its node (or, allocated already,
+    /// reserved for it too).
+    Devices(crate::allocation::Grant),
 }
 
 impl Bind {
@@ -79,6 +83,7 @@ impl Bind {
     pub fn claim(&self) -> &str {
         match self {
             Bind::Volume { claim, .. } | Bind::Provision { claim, .. } => claim,
+            Bind::Devices(g) => &g.claim,
         }
     }
 }
@@ -191,6 +196,7 @@ impl Binder {
             let on_node = |b: &Bind| match b {
                 Bind::Volume { volume, .. } => c.volumes.get(volume).is_some_and(|v| admits(&v.affinity, node)),
                 Bind::Provision { node: n, .. } => *n == node.name,
+                Bind::Devices(_) => false,
             };
             if let Some(b) = self.picked.get(&key).or_else(|| binds.iter().find(|b: &&Bind| b.claim() == key)) {
                 if on_node(b) {
@@ -248,23 +254,28 @@ impl Binder {
     }
 }
 
-/// Picks the volumes of one cycle's binds, a job's all or none: for each
-/// bind `(job, pod, node)`, in order, what it writes, or why it is refused
-/// (every bind of a job is refused when one of its pods gets no volume).
+/// Picks the volumes and devices of one cycle's binds, a job's all or none:
+/// for each bind `(job, pod, node)`, in order, what it writes, or why it is
+/// refused (every bind of a job is refused when one of its pods gets no
+/// volume or device).
 pub fn pick_binds(c: &Cluster, binds: &[(u32, usize, &str)]) -> Vec<Result<Vec<Bind>, String>> {
     let mut out: Vec<Result<Vec<Bind>, String>> = vec![Ok(Vec::new()); binds.len()];
     let mut jobs: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let mut any_devices = false;
     for (i, &(job, pod, _)) in binds.iter().enumerate() {
-        if c.pods.get(pod).is_some_and(|p| !p.claims.is_empty()) {
+        if let Some(p) = c.pods.get(pod).filter(|p| !p.claims.is_empty() || !p.device_claims.is_empty()) {
             jobs.entry(job).or_default().push(i);
+            any_devices |= !p.device_claims.is_empty();
         }
     }
+    let mut devices = any_devices.then(|| Allocator::new(c));
     let mut binder = Binder::default();
     // In the order the binds came (a job at its first bind).
     let mut order: Vec<(usize, Vec<usize>)> = jobs.into_values().map(|m| (m[0], m)).collect();
     order.sort();
     for (_, members) in order {
         let before = binder.clone();
+        let held = devices.as_ref().map(Allocator::mark);
         let mut failed = None;
         for &i in &members {
             let (_, pod, node) = binds[i];
@@ -273,7 +284,13 @@ pub fn pick_binds(c: &Cluster, binds: &[(u32, usize, &str)]) -> Vec<Result<Vec<B
                 failed = Some(format!("node {node} is gone"));
                 break;
             };
-            match binder.pick(c, &p.namespace, &p.claims, n) {
+            let picked = binder.pick(c, &p.namespace, &p.claims, n).and_then(|mut b| {
+                if let Some(d) = devices.as_mut().filter(|_| !p.device_claims.is_empty()) {
+                    b.extend(d.pick(p, n)?.into_iter().map(Bind::Devices));
+                }
+                Ok(b)
+            });
+            match picked {
                 Ok(b) => out[i] = Ok(b),
                 Err(e) => {
                     failed = Some(format!("{}: {e}", p.key()));
@@ -283,6 +300,9 @@ pub fn pick_binds(c: &Cluster, binds: &[(u32, usize, &str)]) -> Vec<Result<Vec<B
         }
         if let Some(why) = failed {
             binder = before;
+            if let (Some(d), Some(m)) = (devices.as_mut(), held) {
+                d.reset(m);
+            }
             for &i in &members {
                 out[i] = Err(why.clone());
             }
@@ -305,6 +325,7 @@ pub fn assume(c: &mut Cluster, b: &Bind) {
                 k.selected_node = Some(node.clone());
             }
         }
+        Bind::Devices(g) => crate::allocation::assume(c, g),
     }
 }
 
@@ -336,6 +357,7 @@ pub fn complete(c: &mut Cluster, b: &Bind) {
             c.volumes.insert(volume.clone(), made);
             (claim.clone(), volume)
         }
+        Bind::Devices(_) => return,
     };
     if let Some(k) = c.claims.get_mut(&claim) {
         k.volume = Some(volume);

@@ -11,6 +11,7 @@ use tephra_model::cluster::Node;
 use yaml_serde::Value;
 
 mod core;
+mod devices;
 mod fields;
 mod kinds;
 mod object;
@@ -153,8 +154,8 @@ mod tests {
             "f.yaml: Secret s: kind \"Secret\" of apiVersion \"v1\" is not supported (supported: v1 Node, Pod, \
              Namespace, PersistentVolumeClaim, PersistentVolume, ConfigMap; apps/v1 Deployment, ReplicaSet, \
              StatefulSet; batch.volcano.sh/v1alpha1 Job; batch/v1 Job, CronJob; storage.k8s.io/v1 StorageClass, \
-             CSIDriver, CSIStorageCapacity, CSINode; \
-             scheduling.volcano.sh/v1beta1 Queue, PodGroup; topology.volcano.sh/v1alpha1 HyperNode; \
+             CSIDriver, CSIStorageCapacity, CSINode; resource.k8s.io/v1 DeviceClass, ResourceSlice, \
+             ResourceClaim, ResourceClaimTemplate; scheduling.volcano.sh/v1beta1 Queue, PodGroup; topology.volcano.sh/v1alpha1 HyperNode; \
              scheduling.k8s.io/v1 PriorityClass; tephra.io/v1alpha1 Reservation)"
         );
         assert_eq!(
@@ -192,13 +193,84 @@ mod tests {
   affinity:
     podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: h}]}
   volumes: [{name: v, persistentVolumeClaim: {claimName: c}}]
-  resourceClaims: [{name: gpu}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
   schedulingGates: [{name: wait}]
 ";
+        assert_eq!(pod(hard), ["spec.schedulingGates"], "the rules tephra evaluates are not listed");
+    }
+
+    /// DRA's kinds: a claim's requests, constraints and allocation, a
+    /// slice's devices, a pod's claims named by their statuses; bad fields
+    /// named.
+    #[test]
+    fn device_kinds_are_read_and_bad_fields_named() {
+        let text = r#"apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ml, ownerReferences: [{kind: Pod, name: p, apiVersion: v1, uid: u}]}
+spec:
+  devices:
+    requests:
+    - {name: gpus, exactly: {deviceClassName: gpu, count: 2, allocationMode: ExactCount}}
+    - {name: fancy, firstAvailable: [{name: a, deviceClassName: gpu}]}
+    constraints: [{matchAttribute: gpu.example.com/nvlink}]
+status:
+  allocation:
+    devices: {results: [{request: gpus, driver: d, pool: n0, device: gpu-0}]}
+    nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n0]}]}]}
+  reservedFor: [{resource: pods, name: p, uid: u}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  nodeName: n0
+  pool: {name: n0}
+  devices: [{name: gpu-0, attributes: {model: {string: A100}, cores: {int: 8}}, capacity: {memory: {value: 40Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ml}
+spec:
+  containers: [{name: c}]
+  resourceClaims: [{name: gpus, resourceClaimTemplateName: t}, {name: shared, resourceClaimName: c}]
+status:
+  resourceClaimStatuses: [{name: gpus, resourceClaimName: p-gpus-x7k2}]
+"#;
+        let objects: Vec<Object> = parse(text, "f.yaml").unwrap().into_iter().map(|d| d.object).collect();
+        let Object::ResourceClaim(key, claim) = &objects[0] else { panic!("{:?}", objects[0]) };
+        assert_eq!(key, "ml/c");
+        assert_eq!((claim.requests.len(), claim.requests[0].count), (1, 2));
+        assert_eq!(claim.unevaluated, ["spec.devices.requests[1].firstAvailable"]);
+        assert_eq!(claim.constraints[0].attribute, "gpu.example.com/nvlink");
+        let a = claim.allocation.as_ref().unwrap();
+        assert_eq!((a.node.as_deref(), a.results[0].device.as_str()), (Some("n0"), "gpu-0"));
+        assert_eq!((claim.reserved_for.clone(), claim.owner.clone()), (vec!["p".to_string()], Some("p".to_string())));
+        let Object::ResourceSlice(_, slice) = &objects[1] else { panic!() };
+        assert_eq!(slice.devices[0].capacity["memory"], 40.0 * 1024.0 * 1024.0 * 1024.0);
+        assert_eq!(slice.devices[0].attributes["cores"], tephra_model::devices::Attr::Int(8));
+        let Object::Pod(pod) = &objects[2] else { panic!() };
+        let names: Vec<Option<&str>> = pod.device_claims.iter().map(|c| c.claim.as_deref()).collect();
+        assert_eq!(names, [Some("p-gpus-x7k2"), Some("c")]);
+
+        let err = |text: &str| parse(text, "f.yaml").unwrap_err().to_string();
+        let claim = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c, namespace: ml}\nspec:\n  devices:\n    requests:\n";
         assert_eq!(
-            pod(hard),
-            ["spec.resourceClaims", "spec.schedulingGates"],
-            "the rules tephra evaluates are not listed"
+            err(&format!("{claim}    - {{name: g, exactly: {{count: 1}}}}\n")),
+            "f.yaml: ResourceClaim ml/c: spec.devices.requests[0].exactly.deviceClassName: missing"
+        );
+        assert_eq!(
+            err(&format!("{claim}    - {{name: g, exactly: {{deviceClassName: x, allocationMode: Some}}}}\n")),
+            "f.yaml: ResourceClaim ml/c: spec.devices.requests[0].exactly.allocationMode: \"Some\" is not ExactCount or All"
+        );
+        let slice = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: d\n  pool: {name: p}\n";
+        assert_eq!(
+            err(&format!("{slice}  devices: [{{name: a, attributes: {{x: {{float: 1.5}}}}}}]\n")),
+            "f.yaml: ResourceSlice s: spec.devices[0].attributes.x: expected one of int, bool, string, version"
+        );
+        assert_eq!(
+            err(&format!("{slice}  devices: [{{name: a, capacity: {{m: {{value: lots}}}}}}]\n")),
+            "f.yaml: ResourceSlice s: spec.devices[0].capacity.m.value: invalid quantity \"lots\""
         );
     }
 

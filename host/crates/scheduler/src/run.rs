@@ -223,6 +223,8 @@ impl<D: Driver> Loop<D> {
             // A new leader reads the usage the last one persisted.
             self.scheduler.usage = None;
         }
+        // Devices count as resources of their class, on nodes and in pods.
+        tephra_model::allocation::account(&mut self.cluster);
         self.account_usage(now_ms);
         let outcome = self.scheduler.cycle(&self.cluster, &Default::default(), now_ms);
         // Each cycle's length, for soak runs (RUST_LOG=tephra::cycles=debug).

@@ -34,6 +34,8 @@ pub struct CycleReport {
     /// Claims bound with their pods' placements (to a volume, or
     /// provisioned on the node).
     pub volumes: Vec<String>,
+    /// DRA claims allocated (or reserved) with their pods' placements.
+    pub devices: Vec<String>,
     /// (pod, node, reason)
     pub evictions: Vec<(String, String, String)>,
     /// The queue of each eviction's pod, in the same order.
@@ -99,6 +101,7 @@ impl CycleReport {
             && self.admitted.is_empty()
             && self.binds.is_empty()
             && self.volumes.is_empty()
+            && self.devices.is_empty()
             && self.evictions.is_empty()
             && self.phases.is_empty()
     }
@@ -136,6 +139,9 @@ impl CycleReport {
         }
         for v in &self.volumes {
             line("volume", v.clone());
+        }
+        for d in &self.devices {
+            line("devices", d.clone());
         }
         for (p, n) in &self.binds {
             line("bind", format!("{p} → {n}"));

@@ -432,14 +432,22 @@ impl Sim {
                         Some(Ok(writes)) => {
                             for b in &writes {
                                 storage::complete(c, b);
-                                r.volumes.push(match b {
+                                match b {
                                     storage::Bind::Volume { claim, volume } => {
-                                        format!("claim {claim} bound to {volume}")
+                                        r.volumes.push(format!("claim {claim} bound to {volume}"))
                                     }
                                     storage::Bind::Provision { claim, node } => {
-                                        format!("claim {claim} provisioned on {node}")
+                                        r.volumes.push(format!("claim {claim} provisioned on {node}"))
                                     }
-                                });
+                                    storage::Bind::Devices(g) => r.devices.push(match &g.allocation {
+                                        Some(a) => {
+                                            let got: Vec<String> =
+                                                a.results.iter().map(|r| format!("{}/{}", r.pool, r.device)).collect();
+                                            format!("claim {} allocated {}", g.claim, got.join(", "))
+                                        }
+                                        None => format!("claim {} reserved for {}", g.claim, g.pod),
+                                    }),
+                                }
                             }
                         }
                         Some(Err(why)) => {
@@ -586,6 +594,7 @@ impl Driver for Sim {
         let done = self.workloads.reconcile(c, self.time as i64);
         self.report.made = done.made;
         self.report.made.extend(crate::workloads::ephemeral_claims(c));
+        self.report.made.extend(tephra_model::allocation::control(c));
         self.report.finished = done.finished;
         for (key, _) in &done.groups {
             self.report.arrivals.push(format!("podgroup {key}"));

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use tephra_contract::TaskStatus;
 use tephra_model::cluster::{Claim, Cluster, PriorityClass, Volume};
 use tephra_model::cluster::{StorageCapacity, StorageClass};
+use tephra_model::devices::{DeviceClass, ResourceClaim, ResourceSlice};
 use tephra_model::tracked::Mark;
 
 /// Where a session's cluster stood: nodes, queues, PodGroups, pods.
@@ -52,7 +53,8 @@ pub struct Basis {
 }
 
 /// A cluster's claims, volumes, storage classes, CSI drivers and
-/// capacities, and attach limits, as a session saw them.
+/// capacities, attach limits, and DRA classes, slices and claims, as a
+/// session saw them.
 #[derive(Clone, Debug, Default)]
 pub struct Storage {
     claims: BTreeMap<String, Claim>,
@@ -61,6 +63,9 @@ pub struct Storage {
     drivers: BTreeMap<String, bool>,
     capacities: BTreeMap<String, StorageCapacity>,
     attach_limits: BTreeMap<String, BTreeMap<String, u32>>,
+    device_classes: BTreeMap<String, DeviceClass>,
+    slices: BTreeMap<String, ResourceSlice>,
+    resource_claims: BTreeMap<String, ResourceClaim>,
 }
 
 impl Storage {
@@ -73,6 +78,9 @@ impl Storage {
             drivers: c.csi_drivers.clone(),
             capacities: c.storage_capacities.clone(),
             attach_limits: c.attach_limits.clone(),
+            device_classes: c.device_classes.clone(),
+            slices: c.resource_slices.clone(),
+            resource_claims: c.resource_claims.clone(),
         }
     }
 
@@ -84,6 +92,9 @@ impl Storage {
             && self.drivers == c.csi_drivers
             && self.capacities == c.storage_capacities
             && self.attach_limits == c.attach_limits
+            && self.device_classes == c.device_classes
+            && self.slices == c.resource_slices
+            && self.resource_claims == c.resource_claims
     }
 }
 

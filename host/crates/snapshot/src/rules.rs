@@ -4,11 +4,11 @@
 //! that are not tasks (residents), which those rules see too.
 
 use crate::names::Interner;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use tephra_contract as c;
 use tephra_model::cluster::{Cluster, MatchExpr, Pod, PodTerm};
 use tephra_model::node::selects;
-use tephra_model::storage;
+use tephra_model::{allocation, storage};
 
 /// Rows of residents, numbered from 0 until the task count is known.
 #[derive(Default)]
@@ -218,6 +218,59 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
         push_group(s, snap, t, c::BIND_GROUP + 1, &[vec![on]]);
     }
     why
+}
+
+/// The nodes where a cycle's pods' DRA claims can be allocated, found once
+/// per shape of claims (a job's pods share their templates' specs).
+pub(super) struct DeviceRules<'c> {
+    alloc: allocation::Allocator<'c>,
+    known: HashMap<String, Result<Option<Vec<String>>, String>>,
+}
+
+impl<'c> DeviceRules<'c> {
+    pub(super) fn new(c: &'c Cluster) -> Self {
+        DeviceRules { alloc: allocation::Allocator::new(c), known: HashMap::new() }
+    }
+}
+
+/// Where task `t`'s DRA claims can be allocated, as `task-affinity` group
+/// `DEVICE_GROUP` (a node's name `In` those, or `NotIn` the others, the
+/// shorter list); what keeps it from any node is returned instead.
+pub(super) fn devices(
+    s: &mut Interner,
+    d: &mut DeviceRules,
+    c: &Cluster,
+    snap: &mut c::Snapshot,
+    p: &Pod,
+    t: u32,
+) -> Vec<String> {
+    let shape = match allocation::claim_keys(c, p) {
+        Ok(keys) => format!(
+            "{:?}",
+            keys.iter()
+                .map(|(_, k)| &c.resource_claims[k])
+                .map(|k| (&k.requests, &k.constraints, &k.allocation))
+                .collect::<Vec<_>>()
+        ),
+        Err(e) => return vec![e],
+    };
+    let alloc = &mut d.alloc;
+    let fit = d.known.entry(shape).or_insert_with(|| alloc.nodes(p));
+    match fit {
+        Ok(None) => Vec::new(),
+        Ok(Some(fit)) => {
+            let on = if fit.len() * 2 <= c.nodes.len() {
+                MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: fit.clone(), field: true }
+            } else {
+                let fit: HashSet<&String> = fit.iter().collect();
+                let others = c.nodes.iter().map(|n| &n.name).filter(|n| !fit.contains(n)).cloned().collect();
+                MatchExpr { key: "metadata.name".into(), operator: "NotIn".into(), values: others, field: true }
+            };
+            push_group(s, snap, t, c::DEVICE_GROUP, &[vec![on]]);
+            Vec::new()
+        }
+        Err(e) => vec![e.clone()],
+    }
 }
 
 /// Task `t`'s node-affinity group `group`: `terms` ORed, each ANDed.

@@ -312,6 +312,7 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
     // Tasks, and node usage from every pod on a node (other schedulers' too).
     let keys = LabelKeys::of(cluster.pods.iter());
     let mut residents = rules::Residents::default();
+    let mut device_rules = None;
     let mut req = Vec::with_capacity(d);
     for (pi, p) in cluster.pods.iter().enumerate() {
         if !dense_into(&p.requests, &mut req) {
@@ -357,6 +358,10 @@ fn build_scanning(cluster: &Cluster, overrides: &StatusOverrides, now_ms: i64, s
         let mut why: Vec<String> = p.unevaluated.iter().map(|f| format!("{f} not evaluated by tephra yet")).collect();
         if !p.claims.is_empty() {
             why.extend(rules::volumes(&mut strings, cluster, &mut snap, p, t));
+        }
+        if !p.device_claims.is_empty() && p.node.is_none() {
+            let d = device_rules.get_or_insert_with(|| rules::DeviceRules::new(cluster));
+            why.extend(rules::devices(&mut strings, d, cluster, &mut snap, p, t));
         }
         extra.task_unevaluated.push((!why.is_empty()).then(|| why.join("; ").into()));
         let class = if status == TaskStatus::Pending { class_of(p, &req, job_sig[j as usize], &keys) } else { 0 };

@@ -67,6 +67,7 @@ pub(super) fn pod(d: Doc) -> Result<Object> {
     pod.labels = meta.labels;
     let spec = get(v, "spec").ok_or_else(|| at.err("spec", "missing"))?;
     pod_spec(at, spec, &mut pod)?;
+    super::devices::claim_statuses(at, v, &mut pod.device_claims)?;
     pod.estimated_ms = estimate(at, &meta.annotations)?;
     pod.annotations = meta.annotations;
     Ok(Object::Pod(Box::new(pod)))

@@ -3,7 +3,7 @@
 
 use super::fields::{At, Doc};
 use super::object::Object;
-use super::{core, storage, volcano, window, workloads};
+use super::{core, devices, storage, volcano, window, workloads};
 use anyhow::{bail, Result};
 
 /// The apiVersion a kind is read under.
@@ -60,6 +60,10 @@ pub(super) const KINDS: &[Kind] = &[
     Kind { kind: "StorageClass", api: Api::Is("storage.k8s.io/v1"), read: storage::storage_class },
     Kind { kind: "CSIDriver", api: Api::Is("storage.k8s.io/v1"), read: storage::csi_driver },
     Kind { kind: "CSIStorageCapacity", api: Api::Is("storage.k8s.io/v1"), read: storage::storage_capacity },
+    Kind { kind: "DeviceClass", api: Api::Is("resource.k8s.io/v1"), read: devices::device_class },
+    Kind { kind: "ResourceSlice", api: Api::Is("resource.k8s.io/v1"), read: devices::resource_slice },
+    Kind { kind: "ResourceClaim", api: Api::Is("resource.k8s.io/v1"), read: devices::resource_claim },
+    Kind { kind: "ResourceClaimTemplate", api: Api::Is("resource.k8s.io/v1"), read: devices::claim_template },
     Kind { kind: "CSINode", api: Api::Is("storage.k8s.io/v1"), read: core::attach_limits },
     Kind { kind: "Queue", api: Api::Is("scheduling.volcano.sh/v1beta1"), read: volcano::queue },
     Kind { kind: "PodGroup", api: Api::Is("scheduling.volcano.sh/v1beta1"), read: volcano::podgroup },

@@ -39,6 +39,14 @@ pub enum Object {
     CsiDriver(String, bool),
     /// A CSIStorageCapacity's `namespace/name` and the room it publishes.
     StorageCapacity(String, tephra_model::cluster::StorageCapacity),
+    /// A DeviceClass's name and selectors.
+    DeviceClass(String, tephra_model::devices::DeviceClass),
+    /// A ResourceSlice's name and devices.
+    ResourceSlice(String, tephra_model::devices::ResourceSlice),
+    /// A ResourceClaim's `namespace/name`, requests and allocation.
+    ResourceClaim(String, tephra_model::devices::ResourceClaim),
+    /// A ResourceClaimTemplate's `namespace/name` and the claim it makes.
+    ClaimTemplate(String, tephra_model::devices::ResourceClaim),
     /// A CSINode's name (its node's) and per driver its attach limit.
     AttachLimits(String, BTreeMap<String, u32>),
     /// A HyperNode.
@@ -67,6 +75,10 @@ impl Object {
             Object::StorageClass(n, _) => ("StorageClass", n.clone()),
             Object::CsiDriver(n, _) => ("CSIDriver", n.clone()),
             Object::StorageCapacity(k, _) => ("CSIStorageCapacity", k.clone()),
+            Object::DeviceClass(n, _) => ("DeviceClass", n.clone()),
+            Object::ResourceSlice(n, _) => ("ResourceSlice", n.clone()),
+            Object::ResourceClaim(k, _) => ("ResourceClaim", k.clone()),
+            Object::ClaimTemplate(k, _) => ("ResourceClaimTemplate", k.clone()),
             Object::AttachLimits(n, _) => ("CSINode", n.clone()),
             Object::HyperNode(h) => ("HyperNode", h.name.clone()),
             Object::Reservation(r) => ("Reservation", r.name.clone()),
@@ -76,8 +88,9 @@ impl Object {
     }
 
     /// Stores an object kept under its name (priority class, namespace,
-    /// claim, volume, storage class, CSI driver, storage capacity, attach
-    /// limits) in `c`; any other comes back.
+    /// claim, volume, storage class, CSI driver, storage capacity, DRA
+    /// class, slice, claim and template, attach limits) in `c`; any other
+    /// comes back.
     pub fn keep_in(self, c: &mut Cluster) -> Option<Object> {
         match self {
             Object::PriorityClass(n, p) => {
@@ -104,6 +117,18 @@ impl Object {
             }
             Object::StorageCapacity(key, capacity) => {
                 c.storage_capacities.insert(key, capacity);
+            }
+            Object::DeviceClass(name, class) => {
+                c.device_classes.insert(name, class);
+            }
+            Object::ResourceSlice(name, slice) => {
+                c.resource_slices.insert(name, slice);
+            }
+            Object::ResourceClaim(key, claim) => {
+                c.resource_claims.insert(key, claim);
+            }
+            Object::ClaimTemplate(key, claim) => {
+                c.claim_templates.insert(key, claim);
             }
             Object::AttachLimits(node, limits) => {
                 c.attach_limits.insert(node, limits);

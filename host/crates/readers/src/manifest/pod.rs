@@ -75,6 +75,7 @@ pub(super) fn placement(at: &At, spec: &Value, pod: &mut Pod) -> Result<()> {
         pod.tolerations.push(tol);
     }
     pod.unevaluated = unevaluated(spec);
+    pod.device_claims = super::devices::pod_claims(at, spec)?;
     rules::read(at, spec, pod)?;
     pod.images.clear();
     for list in ["initContainers", "containers"] {
@@ -122,9 +123,6 @@ pub(super) fn unevaluated(spec: &Value) -> Vec<String> {
         Some(Value::Null) | None => false,
         Some(_) => true,
     };
-    if present("resourceClaims") {
-        out.push("spec.resourceClaims".into());
-    }
     if present("schedulingGates") {
         out.push("spec.schedulingGates".into());
     }
