@@ -489,3 +489,166 @@ fn volumes_bind_on_first_consumer_as_with_kube_scheduler() {
     t.assert_alive();
     assert!(t.terminate());
 }
+
+/// DRA objects for namespace `ns`, each namespace with a driver and class of
+/// its own (two schedulers never share a device): node 0 has four A100s in
+/// two NVLink domains (gpu-0 and gpu-2, gpu-1 and gpu-3), node 1 four A100s
+/// in one, node 2 two T4s. Four training pods (a gang of four under tephra)
+/// each claim two A100s of one domain from a template, with CEL selectors;
+/// `eval` claims one T4 through a claim of its own.
+fn devices_workload(ns: &str, scheduler: &str) -> String {
+    let driver = format!("gpu-{ns}.example.com");
+    let slice = |node: usize, devices: &[(&str, &str)]| {
+        let devices: Vec<String> = devices
+            .iter()
+            .enumerate()
+            .map(|(i, (model, domain))| {
+                format!(
+                    "  - {{name: gpu-{i}, attributes: {{model: {{string: {model}}}, nvlink: {{string: {domain}}}}}, \
+                     capacity: {{memory: {{value: 40Gi}}}}}}\n"
+                )
+            })
+            .collect();
+        format!(
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: {ns}-n{node}}}\nspec:\n  \
+             driver: {driver}\n  nodeName: kwok-node-000{node}\n  pool: {{name: n{node}, generation: 1, \
+             resourceSliceCount: 1}}\n  devices:\n{}---\n",
+            devices.concat()
+        )
+    };
+    let gang = scheduler == "volcano";
+    let mut out = format!(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {{name: gpu-{ns}}}\nspec:\n  selectors:\n  \
+         - cel: {{expression: 'device.driver == \"{driver}\"'}}\n---\n{}{}{}\
+         apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {{name: linked, namespace: {ns}}}\n\
+         spec:\n  spec:\n    devices:\n      requests:\n      - name: gpus\n        exactly:\n          \
+         deviceClassName: gpu-{ns}\n          count: 2\n          selectors:\n          - cel: {{expression: \
+         'device.attributes[\"{driver}\"].model == \"A100\"'}}\n          - cel: {{expression: \
+         'device.capacity[\"{driver}\"].memory.compareTo(quantity(\"40Gi\")) >= 0'}}\n      constraints:\n      \
+         - {{matchAttribute: {driver}/nvlink}}\n---\n\
+         apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: one-t4, namespace: {ns}}}\nspec:\n  \
+         devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu-{ns}\n        \
+         selectors:\n        - cel: {{expression: 'device.attributes[\"{driver}\"].model == \"T4\"'}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: eval, namespace: {ns}}}\nspec:\n  schedulerName: {scheduler}\n  \
+         resourceClaims: [{{name: gpu, resourceClaimName: one-t4}}]\n  \
+         containers: [{{name: e, image: e, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpu}}]}}}}]\n---\n",
+        slice(0, &[("A100", "a"), ("A100", "b"), ("A100", "a"), ("A100", "b")]),
+        slice(1, &[("A100", "c"), ("A100", "c"), ("A100", "c"), ("A100", "c")]),
+        slice(2, &[("T4", "d"), ("T4", "d")]),
+    );
+    if gang {
+        out += &format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: {ns}}}\n\
+             spec: {{minMember: 4}}\n---\n"
+        );
+    }
+    for i in 0..4 {
+        let group = if gang { ", annotations: {scheduling.k8s.io/group-name: train}" } else { "" };
+        out += &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: train-{i}, namespace: {ns}, labels: {{app: train}}{group}}}\n\
+             spec:\n  schedulerName: {scheduler}\n  resourceClaims: [{{name: gpus, resourceClaimTemplateName: linked}}]\n  \
+             containers: [{{name: t, image: t, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpus}}]}}}}]\n---\n"
+        );
+    }
+    out
+}
+
+/// What is wrong with `ns`'s allocations, read from the API server: every
+/// pod's claims allocated and reserved for it, on its node, with devices of
+/// the kind it asked for (two A100s of one NVLink domain, one T4), no device
+/// twice.
+fn device_violations(c: &Cluster, ns: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let placed = c.placements(ns);
+    let pods = c.json(&["get", "pods", "-n", ns]);
+    let claims = c.json(&["get", "resourceclaims", "-n", ns]);
+    let slices = c.json(&["get", "resourceslices"]);
+    let device = |pool: &str, name: &str| -> Option<(String, String, String)> {
+        let s = slices["items"].as_array()?.iter().find(|s| {
+            s["metadata"]["name"].as_str().is_some_and(|n| n.starts_with(ns)) && s["spec"]["pool"]["name"] == pool
+        })?;
+        let d = s["spec"]["devices"].as_array()?.iter().find(|d| d["name"] == name)?;
+        let attr = |a: &str| d["attributes"][a]["string"].as_str().unwrap_or("").to_string();
+        Some((s["spec"]["nodeName"].as_str()?.to_string(), attr("model"), attr("nvlink")))
+    };
+    let mut taken = BTreeSet::new();
+    for p in pods["items"].as_array().into_iter().flatten() {
+        let pod = p["metadata"]["name"].as_str().unwrap_or("");
+        let node = placed.get(pod).cloned().unwrap_or_default();
+        let claim = match pod {
+            "eval" => Some("one-t4".to_string()),
+            _ => p["status"]["resourceClaimStatuses"][0]["resourceClaimName"].as_str().map(str::to_string),
+        };
+        let Some(claim) = claim else {
+            bad.push(format!("{ns}: {pod} has no claim made for it"));
+            continue;
+        };
+        let Some(k) = claims["items"].as_array().and_then(|l| l.iter().find(|k| k["metadata"]["name"] == claim)) else {
+            bad.push(format!("{ns}: claim {claim} missing"));
+            continue;
+        };
+        let reserved = k["status"]["reservedFor"].as_array().into_iter().flatten().any(|r| r["name"] == pod);
+        if !reserved {
+            bad.push(format!("{ns}: claim {claim} not reserved for {pod}"));
+        }
+        let results = k["status"]["allocation"]["devices"]["results"].as_array().cloned().unwrap_or_default();
+        let (want, model) = if pod == "eval" { (1, "T4") } else { (2, "A100") };
+        if results.len() != want {
+            bad.push(format!("{ns}: claim {claim} of {pod} has {} devices, not {want}", results.len()));
+        }
+        let mut domains = BTreeSet::new();
+        for r in &results {
+            let (pool, name) = (r["pool"].as_str().unwrap_or(""), r["device"].as_str().unwrap_or(""));
+            if !taken.insert((pool.to_string(), name.to_string())) {
+                bad.push(format!("{ns}: device {pool}/{name} allocated twice"));
+            }
+            match device(pool, name) {
+                Some((n, m, d)) => {
+                    if n != node {
+                        bad.push(format!("{ns}: {pod} on {node:?} but its device {pool}/{name} on {n}"));
+                    }
+                    if m != model {
+                        bad.push(format!("{ns}: {pod} got a {m}, asked for a {model}"));
+                    }
+                    domains.insert(d);
+                }
+                None => bad.push(format!("{ns}: claim {claim} got unknown device {pool}/{name}")),
+            }
+        }
+        if domains.len() > 1 {
+            bad.push(format!("{ns}: claim {claim} spans NVLink domains {domains:?}"));
+        }
+    }
+    bad
+}
+
+/// DRA claims, the same objects scheduled by kube-scheduler v1.37.1 and by
+/// `tephra run` in one whole cluster (the controller-manager's
+/// resource-claim controller makes the claims from the template): in both,
+/// every pod runs with its claims allocated on its node and reserved for
+/// it, CEL selectors, ExactCount and matchAttribute honoured, the four
+/// training pods (a gang under tephra) on the nodes with linked A100s.
+#[test]
+fn dra_claims_allocate_as_with_kube_scheduler() {
+    let c = Cluster::whole("devices", 3);
+    let (ks, tp) = ("t-kube-scheduler", "t-tephra");
+    namespace(&c, ks);
+    namespace(&c, tp);
+    let _kube_scheduler = KubeScheduler::start(&c);
+    let mut t = Tephra::start(&c, "a", &["--period", "500ms"]);
+    c.apply(&devices_workload(ks, "default-scheduler"));
+    c.apply(&devices_workload(tp, "volcano"));
+    for ns in [ks, tp] {
+        wait(&c, ns, 120, &format!("the training pods and eval running in {ns}"), || {
+            let running = pods_of(&c, ns, "app=train").iter().filter(|p| p.1 == "Running").count() == 4;
+            let eval = c.placements(ns).get("eval").is_some_and(|n| !n.is_empty());
+            (running && eval).then_some(())
+        });
+        let bad = device_violations(&c, ns);
+        assert!(bad.is_empty(), "{}\n{}", bad.join("\n"), t.log());
+        let placed = c.placements(ns);
+        assert_eq!(placed.get("eval").map(String::as_str), Some("kwok-node-0002"), "{ns}: the T4s are on node 2");
+    }
+    t.assert_alive();
+    assert!(t.terminate());
+}
