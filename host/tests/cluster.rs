@@ -497,6 +497,36 @@ fn volumes_bind_on_first_consumer_as_with_kube_scheduler() {
 /// each claim two A100s of one domain from a template, with CEL selectors;
 /// `eval` claims one T4 through a claim of its own.
 fn devices_workload(ns: &str, scheduler: &str) -> String {
+    let mut out = devices_setup(ns, scheduler);
+    out += &devices_wave(ns, scheduler, "train", "20s");
+    out
+}
+
+/// A wave of four training pods `{wave}-0..3` (label `app={wave}`), each
+/// claiming two linked A100s from template `linked`, running `duration`.
+fn devices_wave(ns: &str, scheduler: &str, wave: &str, duration: &str) -> String {
+    let gang = scheduler == "volcano";
+    let mut out = String::new();
+    if gang {
+        out += &format!(
+            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: {wave}, namespace: {ns}}}\n\
+             spec: {{minMember: 4}}\n---\n"
+        );
+    }
+    for i in 0..4 {
+        let group = if gang { format!(", scheduling.k8s.io/group-name: {wave}") } else { String::new() };
+        out += &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {wave}-{i}, namespace: {ns}, labels: {{app: {wave}}}, \
+             annotations: {{tephra.io/duration: {duration}{group}}}}}\nspec:\n  schedulerName: {scheduler}\n  \
+             resourceClaims: [{{name: gpus, resourceClaimTemplateName: linked}}]\n  \
+             containers: [{{name: t, image: t, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpus}}]}}}}]\n---\n"
+        );
+    }
+    out
+}
+
+/// The DRA objects of [`devices_workload`] but its training pods.
+fn devices_setup(ns: &str, scheduler: &str) -> String {
     let driver = format!("gpu-{ns}.example.com");
     let slice = |node: usize, devices: &[(&str, &str)]| {
         let devices: Vec<String> = devices
@@ -516,8 +546,7 @@ fn devices_workload(ns: &str, scheduler: &str) -> String {
             devices.concat()
         )
     };
-    let gang = scheduler == "volcano";
-    let mut out = format!(
+    format!(
         "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {{name: gpu-{ns}}}\nspec:\n  selectors:\n  \
          - cel: {{expression: 'device.driver == \"{driver}\"'}}\n---\n{}{}{}\
          apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {{name: linked, namespace: {ns}}}\n\
@@ -531,26 +560,17 @@ fn devices_workload(ns: &str, scheduler: &str) -> String {
          selectors:\n        - cel: {{expression: 'device.attributes[\"{driver}\"].model == \"T4\"'}}\n---\n\
          apiVersion: v1\nkind: Pod\nmetadata: {{name: eval, namespace: {ns}}}\nspec:\n  schedulerName: {scheduler}\n  \
          resourceClaims: [{{name: gpu, resourceClaimName: one-t4}}]\n  \
-         containers: [{{name: e, image: e, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpu}}]}}}}]\n---\n",
+         containers: [{{name: e, image: e, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpu}}]}}}}]\n---\n\
+         apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: bad, namespace: {ns}}}\nspec:\n  \
+         devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu-{ns}\n        \
+         selectors:\n        - cel: {{expression: 'device.attributes[\"{driver}\"].cores > 2'}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: probe, namespace: {ns}}}\nspec:\n  schedulerName: {scheduler}\n  \
+         resourceClaims: [{{name: gpu, resourceClaimName: bad}}]\n  \
+         containers: [{{name: p, image: p, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpu}}]}}}}]\n---\n",
         slice(0, &[("A100", "a"), ("A100", "b"), ("A100", "a"), ("A100", "b")]),
         slice(1, &[("A100", "c"), ("A100", "c"), ("A100", "c"), ("A100", "c")]),
         slice(2, &[("T4", "d"), ("T4", "d")]),
-    );
-    if gang {
-        out += &format!(
-            "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\nmetadata: {{name: train, namespace: {ns}}}\n\
-             spec: {{minMember: 4}}\n---\n"
-        );
-    }
-    for i in 0..4 {
-        let group = if gang { ", annotations: {scheduling.k8s.io/group-name: train}" } else { "" };
-        out += &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: train-{i}, namespace: {ns}, labels: {{app: train}}{group}}}\n\
-             spec:\n  schedulerName: {scheduler}\n  resourceClaims: [{{name: gpus, resourceClaimTemplateName: linked}}]\n  \
-             containers: [{{name: t, image: t, resources: {{requests: {{cpu: '1'}}, claims: [{{name: gpus}}]}}}}]\n---\n"
-        );
-    }
-    out
+    )
 }
 
 /// What is wrong with `ns`'s allocations, read from the API server: every
@@ -572,8 +592,12 @@ fn device_violations(c: &Cluster, ns: &str) -> Vec<String> {
         Some((s["spec"]["nodeName"].as_str()?.to_string(), attr("model"), attr("nvlink")))
     };
     let mut taken = BTreeSet::new();
-    for p in pods["items"].as_array().into_iter().flatten() {
+    let live = |p: &&Value| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+    for p in pods["items"].as_array().into_iter().flatten().filter(live) {
         let pod = p["metadata"]["name"].as_str().unwrap_or("");
+        if pod == "probe" {
+            continue;
+        }
         let node = placed.get(pod).cloned().unwrap_or_default();
         let claim = match pod {
             "eval" => Some("one-t4".to_string()),
@@ -627,7 +651,10 @@ fn device_violations(c: &Cluster, ns: &str) -> Vec<String> {
 /// resource-claim controller makes the claims from the template): in both,
 /// every pod runs with its claims allocated on its node and reserved for
 /// it, CEL selectors, ExactCount and matchAttribute honoured, the four
-/// training pods (a gang under tephra) on the nodes with linked A100s.
+/// training pods (a gang under tephra) on the nodes with linked A100s; once
+/// they end, the controller-manager frees their claims and a second wave
+/// gets the devices. Under tephra, a pod whose selector fails waits with
+/// the error in its condition and an Event.
 #[test]
 fn dra_claims_allocate_as_with_kube_scheduler() {
     let c = Cluster::whole("devices", 3);
@@ -648,6 +675,31 @@ fn dra_claims_allocate_as_with_kube_scheduler() {
         assert!(bad.is_empty(), "{}\n{}", bad.join("\n"), t.log());
         let placed = c.placements(ns);
         assert_eq!(placed.get("eval").map(String::as_str), Some("kwok-node-0002"), "{ns}: the T4s are on node 2");
+    }
+    // A selector that fails keeps its pod waiting, the error in its
+    // condition and a FailedScheduling Event.
+    let cond = unschedulable(&c, tp, "probe");
+    let message = cond["message"].as_str().unwrap_or("");
+    assert!(message.contains("No such key: cores"), "{cond}");
+    let events = c.events(tp, "FailedScheduling");
+    assert!(events.iter().any(|(o, m)| o == "probe" && m.contains("No such key: cores")), "{events:?}");
+    // The first wave ends (kwok), the controller-manager frees its claims:
+    // a second wave gets the same devices.
+    for ns in [ks, tp] {
+        wait(&c, ns, 90, &format!("the first wave done in {ns}"), || {
+            let done = pods_of(&c, ns, "app=train").iter().filter(|p| p.1 == "Succeeded").count() == 4;
+            done.then_some(())
+        });
+    }
+    c.apply(&devices_wave(ks, "default-scheduler", "again", "600s"));
+    c.apply(&devices_wave(tp, "volcano", "again", "600s"));
+    for ns in [ks, tp] {
+        wait(&c, ns, 120, &format!("the second wave running in {ns}"), || {
+            let running = pods_of(&c, ns, "app=again").iter().filter(|p| p.1 == "Running").count() == 4;
+            running.then_some(())
+        });
+        let bad = device_violations(&c, ns);
+        assert!(bad.is_empty(), "{}\n{}", bad.join("\n"), t.log());
     }
     t.assert_alive();
     assert!(t.terminate());

@@ -15,6 +15,7 @@ use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
 use tephra_model::allocation::Grant;
 use tephra_model::devices::Allocation;
+use tephra_model::node::MatchExpr;
 use tephra_model::storage::{Bind, SELECTED_NODE};
 
 /// What keeps an allocated claim from being deleted (kube-scheduler's).
@@ -121,10 +122,25 @@ fn allocation_json(a: &Allocation) -> Value {
         .map(|r| json!({"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}))
         .collect();
     let mut out = json!({"devices": {"results": results}});
-    if let Some(node) = &a.node {
-        out["nodeSelector"] = json!({"nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-        ]});
+    if !a.node_selector.is_empty() {
+        let terms: Vec<Value> = a
+            .node_selector
+            .iter()
+            .map(|t| {
+                let expr = |e: &&MatchExpr| json!({"key": e.key, "operator": e.operator, "values": e.values});
+                let fields: Vec<Value> = t.iter().filter(|e| e.field).map(|e| expr(&e)).collect();
+                let labels: Vec<Value> = t.iter().filter(|e| !e.field).map(|e| expr(&e)).collect();
+                let mut term = json!({});
+                if !fields.is_empty() {
+                    term["matchFields"] = json!(fields);
+                }
+                if !labels.is_empty() {
+                    term["matchExpressions"] = json!(labels);
+                }
+                term
+            })
+            .collect();
+        out["nodeSelector"] = json!({"nodeSelectorTerms": terms});
     }
     out
 }

@@ -110,6 +110,7 @@ impl<'c> Allocator<'c> {
             .values()
             .filter_map(|k| k.allocation.as_ref())
             .flat_map(|a| &a.results)
+            .filter(|r| !r.admin_access)
             .filter_map(|r| ids.get(&(r.driver.as_str(), r.pool.as_str(), r.device.as_str())).copied())
             .collect();
         Allocator {
@@ -137,7 +138,7 @@ impl<'c> Allocator<'c> {
         self.picked = m.picked;
     }
 
-    /// The devices on `node`.
+    /// The devices on `node` (but tainted ones).
     fn on(&self, node: &Node) -> Vec<u32> {
         let mut out: Vec<u32> = self.by_node.get(node.name.as_str()).cloned().unwrap_or_default();
         for &i in &self.shared {
@@ -146,6 +147,7 @@ impl<'c> Allocator<'c> {
                 out.push(i);
             }
         }
+        out.retain(|&i| !self.devices[i as usize].device.tainted);
         out
     }
 
@@ -241,7 +243,7 @@ impl<'c> Allocator<'c> {
             let held = claim.allocation.as_ref().or_else(|| self.picked.get(&key));
             match held {
                 Some(a) => {
-                    if a.node.as_ref().is_some_and(|n| *n != node.name) {
+                    if !a.node_selector.is_empty() && !a.node_selector.iter().any(|t| term_admits(t, node)) {
                         return Ok(None);
                     }
                     grants.push(Grant { claim: key, pod: p.name.clone(), allocation: None });
@@ -251,6 +253,11 @@ impl<'c> Allocator<'c> {
         }
         if open.is_empty() {
             return Ok(Some(grants));
+        }
+        for (_, claim) in &open {
+            if let Some(r) = claim.requests.iter().find(|r| !c.device_classes.contains_key(&r.class)) {
+                return Err(format!("request {}: device class {} does not exist", r.name, r.class));
+            }
         }
         let on = self.on(node);
         // Per request of every open claim: the free devices it may take.
@@ -316,12 +323,17 @@ impl<'c> Allocator<'c> {
                         driver: e.slice.driver.clone(),
                         pool: e.slice.pool.clone(),
                         device: e.device.name.clone(),
+                        admin_access: false,
                     });
                 }
             }
             // Devices of a slice for one node pin the claim there.
             let local = search.chosen.iter().flatten().any(|&i| self.devices[i as usize].slice.node.is_some());
-            let allocation = Allocation { node: local.then(|| node.name.clone()), results };
+            let allocation = if local {
+                Allocation::on_node(&node.name, results)
+            } else {
+                Allocation { node_selector: Vec::new(), results }
+            };
             grants.push(Grant { claim: key.clone(), pod: p.name.clone(), allocation: Some(allocation) });
         }
         Ok(Some(grants))

@@ -152,6 +152,7 @@ mod tests {
             name: "gpu-0".into(),
             attributes: BTreeMap::from([("model".into(), Attr::Str(model.into()))]),
             capacity: BTreeMap::from([("memory".into(), parse_quantity(memory).unwrap())]),
+            tainted: false,
         };
         device_value("gpu.example.com", &d)
     }

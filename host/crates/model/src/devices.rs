@@ -39,6 +39,9 @@ pub struct Device {
     pub attributes: BTreeMap<String, Attr>,
     /// `capacity[].value`, by name as written.
     pub capacity: BTreeMap<String, f64>,
+    /// It has a `NoSchedule` or `NoExecute` taint: tolerations are not
+    /// evaluated yet, so it is never allocated.
+    pub tainted: bool,
 }
 
 /// A ResourceSlice: devices of one driver's pool and where they are.
@@ -93,16 +96,27 @@ pub struct DeviceResult {
     pub pool: String,
     /// The device.
     pub device: String,
+    /// `adminAccess`: held for monitoring, not taken from others.
+    pub admin_access: bool,
 }
 
 /// A claim's `status.allocation`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Allocation {
-    /// The node its devices are on (its `nodeSelector` names one node);
-    /// `None`: devices any node reaches.
-    pub node: Option<String>,
+    /// `nodeSelector.nodeSelectorTerms` (ORed): the nodes its devices
+    /// reach; none: every node.
+    pub node_selector: Vec<Vec<MatchExpr>>,
     /// `devices.results`.
     pub results: Vec<DeviceResult>,
+}
+
+impl Allocation {
+    /// Devices of node `node` only: a selector naming it (`matchFields`).
+    pub fn on_node(node: &str, results: Vec<DeviceResult>) -> Allocation {
+        let name =
+            MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: vec![node.into()], field: true };
+        Allocation { node_selector: vec![vec![name]], results }
+    }
 }
 
 /// A ResourceClaim, or a ResourceClaimTemplate's claim spec.

@@ -29,7 +29,7 @@ pub struct Toleration {
 
 /// One match expression of a node-affinity term or a label selector
 /// (`matchLabels` entries are `In` with one value).
-#[derive(Clone, Debug, Default, PartialEq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MatchExpr {
     /// The label (or field) compared.
     pub key: String,

@@ -244,7 +244,7 @@ status:
         assert_eq!(claim.unevaluated, ["spec.devices.requests[1].firstAvailable"]);
         assert_eq!(claim.constraints[0].attribute, "gpu.example.com/nvlink");
         let a = claim.allocation.as_ref().unwrap();
-        assert_eq!((a.node.as_deref(), a.results[0].device.as_str()), (Some("n0"), "gpu-0"));
+        assert_eq!((a.node_selector[0][0].values[0].as_str(), a.results[0].device.as_str()), ("n0", "gpu-0"));
         assert_eq!((claim.reserved_for.clone(), claim.owner.clone()), (vec!["p".to_string()], Some("p".to_string())));
         let Object::ResourceSlice(_, slice) = &objects[1] else { panic!() };
         assert_eq!(slice.devices[0].capacity["memory"], 40.0 * 1024.0 * 1024.0 * 1024.0);

@@ -258,6 +258,8 @@ pub(super) fn devices(
     let fit = d.known.entry(shape).or_insert_with(|| alloc.nodes(p));
     match fit {
         Ok(None) => Vec::new(),
+        // Every node fits: nothing to keep the task from.
+        Ok(Some(fit)) if fit.len() == c.nodes.len() => Vec::new(),
         Ok(Some(fit)) => {
             let on = if fit.len() * 2 <= c.nodes.len() {
                 MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: fit.clone(), field: true }

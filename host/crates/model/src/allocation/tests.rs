@@ -16,6 +16,7 @@ fn cluster() -> Cluster {
                     ("gpu.example.com/nvlink".into(), Attr::Str(if i < 2 { "a" } else { "b" }.into())),
                 ]),
                 capacity: BTreeMap::new(),
+                tainted: false,
             })
             .collect();
         let slice = ResourceSlice {
@@ -58,7 +59,7 @@ fn a_claim_is_allocated_on_a_node_with_free_devices() {
     assert_eq!(a.nodes(&p).unwrap(), Some(vec!["n1".to_string(), "n2".to_string()]));
     let grants = a.pick(&p, &c.nodes[0]).unwrap();
     let alloc = grants[0].allocation.as_ref().unwrap();
-    assert_eq!(alloc.node.as_deref(), Some("n1"));
+    assert_eq!(alloc.node_selector[0][0].values, ["n1"]);
     assert_eq!(alloc.results.len(), 3);
     // One device is left on n1: a second pod of three goes to n2 only.
     let q = pod(&mut c.clone(), "q", claim(3, &[]));

@@ -73,7 +73,10 @@ pub(super) fn resource_slice(d: Doc) -> Result<Object> {
                 capacity.insert(k, parse_quantity(&q).map_err(|e| at.err(&field, e))?);
             }
         }
-        devices.push(Device { name, attributes, capacity });
+        let tainted = seq(at, dv, "taints")?
+            .iter()
+            .any(|t| matches!(get(t, "effect").and_then(Value::as_str), Some("NoSchedule" | "NoExecute")));
+        devices.push(Device { name, attributes, capacity, tainted });
     }
     let slice = ResourceSlice {
         driver,
@@ -101,20 +104,15 @@ pub(super) fn resource_claim(d: Doc) -> Result<Object> {
                 driver: field("driver")?,
                 pool: field("pool")?,
                 device: field("device")?,
+                admin_access: boolean(at, r, "adminAccess")?.unwrap_or(false),
             });
         }
-        // The node a node-local allocation names (`matchFields` on its name).
-        let node = seq(at, a, "nodeSelector.nodeSelectorTerms")?
-            .first()
-            .and_then(|t| get(t, "matchFields"))
-            .and_then(Value::as_sequence)
-            .and_then(|f| f.iter().find(|e| get(e, "key").and_then(Value::as_str) == Some("metadata.name")))
-            .and_then(|e| get(e, "values"))
-            .and_then(Value::as_sequence)
-            .and_then(|vals| vals.first())
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        claim.allocation = Some(Allocation { node, results });
+        let path = "status.allocation.nodeSelector.nodeSelectorTerms";
+        let mut node_selector = Vec::new();
+        for (i, term) in seq(at, a, "nodeSelector.nodeSelectorTerms")?.iter().enumerate() {
+            node_selector.push(rules::node_term(at, term, &format!("{path}[{i}]"))?);
+        }
+        claim.allocation = Some(Allocation { node_selector, results });
     }
     for r in seq(at, v, "status.reservedFor")? {
         if string(at, r, "resource")?.as_deref() == Some("pods") {
