@@ -8,7 +8,9 @@
 //!
 //! `TEPHRA_BENCH_RULES=20` adds, beside every workload, the same workload
 //! with 20 % of its pending pods under required pod anti-affinity or
-//! topology spread (`synthetic::add_pod_rules`), and prints the ratio.
+//! topology spread (`synthetic::add_pod_rules`), and prints the ratio;
+//! `TEPHRA_BENCH_DEVICES=10` the same workload with 10 % of its pending pods
+//! claiming a GPU through DRA (`synthetic::add_device_claims`).
 //! `TEPHRA_BENCH_ONLY=5k` keeps the workloads whose name contains "5k";
 //! `TEPHRA_BENCH_PLUGINS=wasm` (or `native`) runs one side only (for profiling).
 //! Each side runs `TEPHRA_BENCH_ROUNDS` times (default 2), the sides
@@ -25,7 +27,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use tephra::config::SchedulerConfig;
 use tephra::scheduler::Library;
-use tephra::synthetic::{add_pod_rules, generate, Spec, CONFIG};
+use tephra::synthetic::{add_device_claims, add_pod_rules, generate, Spec, CONFIG};
 
 fn main() {
     let config = SchedulerConfig::parse(CONFIG, "bench config").unwrap();
@@ -59,6 +61,21 @@ fn main() {
             })
             .collect();
     }
+    // TEPHRA_BENCH_DEVICES=10: the same with 10 % of the pending pods
+    // claiming a GPU through DRA (encoded as a rules value above 100).
+    if let Ok(pct) = std::env::var("TEPHRA_BENCH_DEVICES") {
+        let pct: u32 = pct.parse().ok().filter(|p| (1..=100).contains(p)).expect("TEPHRA_BENCH_DEVICES: a percentage");
+        workloads = workloads
+            .into_iter()
+            .flat_map(|(name, spec, rules)| {
+                if rules > 0 {
+                    return vec![(name, spec, rules)];
+                }
+                let claimed = (format!("{name}, {pct} % with DRA claims"), spec.clone(), 100 + pct);
+                vec![(name, spec, 0), claimed]
+            })
+            .collect();
+    }
     // Per workload without rules, each side's best time, for the ratio with rules.
     let mut plain_best: BTreeMap<String, f64> = BTreeMap::new();
     let sides = std::env::var("TEPHRA_BENCH_PLUGINS").unwrap_or_default();
@@ -68,7 +85,9 @@ fn main() {
     };
     for (name, spec, rules) in workloads {
         let mut cluster = generate(&spec);
-        if rules > 0 {
+        if rules > 100 {
+            add_device_claims(&mut cluster, rules - 100);
+        } else if rules > 0 {
             add_pod_rules(&mut cluster, rules);
         }
         println!(
@@ -146,7 +165,8 @@ fn main() {
             let plain = name.split(", ").next().unwrap_or_default();
             match plain_best.get(&format!("{plain} {side}")) {
                 Some(base) if rules > 0 => println!(
-                    "{side}: with pod rules / without: {:.2}x ({secs:.2} s / {base:.2} s to place)",
+                    "{side}: with {} / without: {:.2}x ({secs:.2} s / {base:.2} s to place)",
+                    if rules > 100 { "DRA claims" } else { "pod rules" },
                     secs / base
                 ),
                 _ => {

@@ -33,6 +33,8 @@ const VOLUME_CONFLICT: &str = "node(s) had volume node affinity conflict";
 const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// DynamicResources' words for a node where a pod's claims cannot be allocated.
 const DEVICES_CONFLICT: &str = "cannot allocate all claims";
+/// The resources DRA device classes count as (the host's `CLASS_RESOURCE`).
+const DEVICE_CLASS: &str = "deviceclass.resource.kubernetes.io/";
 /// The taint a pod must tolerate to land on a cordoned node.
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
@@ -51,6 +53,8 @@ pub struct Predicates {
     attach: attach::Attach,
     interpod: interpod::InterPod,
     spread: spread::Spreads,
+    /// The dimensions of DRA device classes (`deviceclass.resource.kubernetes.io/…`).
+    device_dims: Vec<usize>,
 }
 
 /// The rejections with fixed messages, built once: a rejection hands out a
@@ -94,6 +98,7 @@ impl Predicates {
 
     /// Indexes what lasts while sessions continue: labels, taints, specs.
     fn index(&mut self, s: &Session) {
+        self.device_dims = (0..s.dims()).filter(|&d| s.snap.dims[d].starts_with(DEVICE_CLASS)).collect();
         self.rules.index(s);
         self.pods.index(&s.snap);
         let pods = self.pods.count();
@@ -126,6 +131,15 @@ impl Predicates {
         if self.taints && !rules.hard_taints[n].is_empty() {
             if let Some(message) = rules.untolerated_taint(s, t, n) {
                 return Err(Unfit::unresolvable(message));
+            }
+        }
+        // DynamicResources: a node with fewer devices of a class than the
+        // pod's claims ask cannot have them allocated (the host's groups
+        // name the nodes where enough are not enough).
+        for &d in &self.device_dims {
+            let dims = s.dims();
+            if s.snap.task_resreq[t * dims + d] > s.snap.node_allocatable[n * dims + d] {
+                return Err(self.fixed.devices.clone());
             }
         }
         if !rules.volumes[t].is_empty() {

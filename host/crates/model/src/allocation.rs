@@ -432,8 +432,9 @@ impl Search<'_, '_> {
 
 /// Brings the device columns of `c` up to date: each node's devices per
 /// class (recounted when slices or classes changed) and each pod's request
-/// of them, which its claims take (a claim shared by several pods counts
-/// on the one it is reserved for first, else on its first pod).
+/// of them: what its claims ask, or once placed what they hold (a claim
+/// shared by several pods counts on the one it is reserved for first, else
+/// on its first pod; a claim allocated before its pod is placed asks nothing).
 pub fn account(c: &mut Cluster) {
     if c.device_classes.is_empty() && c.devices_counted.is_empty() && c.resource_claims.is_empty() {
         return;
@@ -488,6 +489,8 @@ pub fn account(c: &mut Cluster) {
             }
             counted.insert(key);
             match &claim.allocation {
+                // Allocated before its pod is placed: nothing left to ask.
+                Some(_) if p.node.is_none() => {}
                 Some(a) => {
                     for r in &a.results {
                         let class = claim.requests.iter().find(|q| q.name == r.request).map(|q| q.class.as_str());

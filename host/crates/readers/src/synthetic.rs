@@ -303,6 +303,73 @@ fn place_first_fit(c: &mut Cluster) {
     }
 }
 
+/// Gives whole pending jobs, in creation order, until `percent` of the
+/// pending pods have one, a DRA claim of one GPU of 40Gi or more (a CEL
+/// selector with `quantity`), made as the resource-claim controller would;
+/// every node with `nvidia.com/gpu` publishes its GPUs in a ResourceSlice
+/// (model and NVLink domain attributes, memory capacity). For benchmarks.
+pub fn add_device_claims(c: &mut Cluster, percent: u32) {
+    use tephra_model::devices::*;
+    let driver = "gpu.bench";
+    c.device_classes.insert(driver.into(), DeviceClass { selectors: vec![format!("device.driver == \"{driver}\"")] });
+    for (i, n) in c.nodes.iter().enumerate() {
+        let Some(gpus) = n.allocatable.get("nvidia.com/gpu") else { continue };
+        let devices = (0..(*gpus / 1000.0) as usize)
+            .map(|d| Device {
+                name: format!("gpu-{d}"),
+                attributes: BTreeMap::from([
+                    ("model".into(), Attr::Str(if i % 2 == 0 { "A100" } else { "H100" }.into())),
+                    ("nvlink".into(), Attr::Str(format!("{}-{}", n.name, d / 4))),
+                ]),
+                capacity: BTreeMap::from([("memory".into(), 80.0 * GIB)]),
+                tainted: false,
+            })
+            .collect();
+        let slice = ResourceSlice {
+            driver: driver.into(),
+            pool: n.name.clone(),
+            node: Some(n.name.clone()),
+            devices,
+            ..Default::default()
+        };
+        c.resource_slices.insert(format!("{}-gpus", n.name), slice);
+    }
+    let request = DeviceRequest {
+        name: "gpu".into(),
+        class: driver.into(),
+        selectors: vec![format!("device.capacity[\"{driver}\"].memory.compareTo(quantity(\"40Gi\")) >= 0")],
+        all: false,
+        count: 1,
+    };
+    let pending = c.pods.iter().filter(|p| p.node.is_none()).count();
+    let want = pending * percent as usize / 100;
+    let mut of_job: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, p) in c.pods.iter().enumerate().filter(|(_, p)| p.node.is_none()) {
+        if let Some(g) = &p.group {
+            of_job.entry((p.namespace.clone(), g.clone())).or_default().push(i);
+        }
+    }
+    let mut given = 0;
+    for g in 0..c.podgroups.len() {
+        if given >= want {
+            break;
+        }
+        let key = (c.podgroups[g].namespace.clone(), c.podgroups[g].name.clone());
+        let Some(members) = of_job.remove(&key) else { continue };
+        for &i in &members {
+            let pod = &mut c.pods[i];
+            let name = format!("{}-gpu", pod.name);
+            pod.device_claims.push(PodClaim { name: "gpu".into(), claim: Some(name.clone()), template: None });
+            let claim =
+                ResourceClaim { requests: vec![request.clone()], owner: Some(pod.name.clone()), ..Default::default() };
+            let key = format!("{}/{name}", pod.namespace);
+            c.resource_claims.insert(key, claim);
+        }
+        given += members.len();
+    }
+    tephra_model::allocation::account(c);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -224,7 +224,7 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
 /// per shape of claims (a job's pods share their templates' specs).
 pub(super) struct DeviceRules<'c> {
     alloc: allocation::Allocator<'c>,
-    known: HashMap<String, Result<Option<Vec<String>>, String>>,
+    known: HashMap<String, Result<Option<MatchExpr>, String>>,
 }
 
 impl<'c> DeviceRules<'c> {
@@ -234,8 +234,11 @@ impl<'c> DeviceRules<'c> {
 }
 
 /// Where task `t`'s DRA claims can be allocated, as `task-affinity` group
-/// `DEVICE_GROUP` (a node's name `In` those, or `NotIn` the others, the
-/// shorter list); what keeps it from any node is returned instead.
+/// `DEVICE_GROUP`: the nodes with as many devices of each class as the
+/// claims ask where they still cannot be allocated (selectors, constraints,
+/// devices taken) are named `NotIn` (or the others `In`, the shorter list);
+/// a node with too few devices of a class the `predicates` plugin turns down
+/// by its count. What keeps the task from any node is returned instead.
 pub(super) fn devices(
     s: &mut Interner,
     d: &mut DeviceRules,
@@ -246,31 +249,40 @@ pub(super) fn devices(
 ) -> Vec<String> {
     let shape = match allocation::claim_keys(c, p) {
         Ok(keys) => format!(
-            "{:?}",
+            "{:?} {:?}",
             keys.iter()
                 .map(|(_, k)| &c.resource_claims[k])
                 .map(|k| (&k.requests, &k.constraints, &k.allocation))
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>(),
+            p.devices
         ),
         Err(e) => return vec![e],
     };
     let alloc = &mut d.alloc;
-    let fit = d.known.entry(shape).or_insert_with(|| alloc.nodes(p));
-    match fit {
-        Ok(None) => Vec::new(),
-        // Every node fits: nothing to keep the task from.
-        Ok(Some(fit)) if fit.len() == c.nodes.len() => Vec::new(),
-        Ok(Some(fit)) => {
-            let on = if fit.len() * 2 <= c.nodes.len() {
-                MatchExpr { key: "metadata.name".into(), operator: "In".into(), values: fit.clone(), field: true }
-            } else {
-                let fit: HashSet<&String> = fit.iter().collect();
-                let others = c.nodes.iter().map(|n| &n.name).filter(|n| !fit.contains(n)).cloned().collect();
-                MatchExpr { key: "metadata.name".into(), operator: "NotIn".into(), values: others, field: true }
-            };
-            push_group(s, snap, t, c::DEVICE_GROUP, &[vec![on]]);
+    let group = d.known.entry(shape).or_insert_with(|| {
+        let Some(fit) = alloc.nodes(p)? else { return Ok(None) };
+        let fit: HashSet<&String> = fit.iter().collect();
+        let enough =
+            |n: &&tephra_model::node::Node| p.devices.iter().all(|(k, v)| n.allocatable.get(k).is_some_and(|a| a >= v));
+        let refused: Vec<String> =
+            c.nodes.iter().filter(|n| !fit.contains(&n.name)).filter(enough).map(|n| n.name.clone()).collect();
+        Ok(match refused.is_empty() {
+            true => None,
+            false if fit.len() < refused.len() => {
+                let values = c.nodes.iter().map(|n| &n.name).filter(|n| fit.contains(n)).cloned().collect();
+                Some(MatchExpr { key: "metadata.name".into(), operator: "In".into(), values, field: true })
+            }
+            false => {
+                Some(MatchExpr { key: "metadata.name".into(), operator: "NotIn".into(), values: refused, field: true })
+            }
+        })
+    });
+    match group {
+        Ok(Some(on)) => {
+            push_group(s, snap, t, c::DEVICE_GROUP, &[vec![on.clone()]]);
             Vec::new()
         }
+        Ok(None) => Vec::new(),
         Err(e) => vec![e.clone()],
     }
 }
