@@ -57,6 +57,15 @@ pub struct Grant {
     pub allocation: Option<Allocation>,
 }
 
+/// Where a pod's claims can be allocated (see [`Allocator::fits`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fits {
+    /// With the devices free now.
+    pub now: Vec<String>,
+    /// Were every device free (what taking devices back could open).
+    pub if_free: Vec<String>,
+}
+
 struct Entry<'c> {
     slice: &'c ResourceSlice,
     device: &'c Device,
@@ -75,6 +84,8 @@ pub struct Allocator<'c> {
     taken: HashSet<u32>,
     /// Claims allocated this cycle.
     picked: BTreeMap<String, Allocation>,
+    /// Searching as if no device were taken ([`Allocator::fits`]).
+    ignore_taken: bool,
     root: ::cel::Context<'static, 'static>,
     values: HashMap<u32, ::cel::Value>,
     verdicts: HashMap<(String, u32), Result<bool, String>>,
@@ -121,6 +132,7 @@ impl<'c> Allocator<'c> {
             shared,
             taken,
             picked: BTreeMap::new(),
+            ignore_taken: false,
             root: cel::root(),
             values: HashMap::new(),
             verdicts: HashMap::new(),
@@ -196,19 +208,31 @@ impl<'c> Allocator<'c> {
     /// The nodes `p`'s claims can be allocated on now (`None`: it has
     /// none), or why none can be known (a claim missing, a selector failing).
     pub fn nodes(&mut self, p: &Pod) -> Result<Option<Vec<String>>, String> {
+        Ok(self.fits(p)?.map(|f| f.now))
+    }
+
+    /// Where `p`'s claims can be allocated now, and where they could be
+    /// if no device were taken (`None`: it has no claims).
+    pub fn fits(&mut self, p: &Pod) -> Result<Option<Fits>, String> {
         if p.device_claims.is_empty() {
             return Ok(None);
         }
         let c = self.c;
-        let mut fit = Vec::new();
+        let mut fits = Fits::default();
         for n in c.nodes.iter() {
-            match self.try_node(p, n) {
-                Ok(Some(_)) => fit.push(n.name.clone()),
-                Ok(None) => {}
-                Err(e) => return Err(e),
+            if self.try_node(p, n)?.is_some() {
+                fits.now.push(n.name.clone());
+                fits.if_free.push(n.name.clone());
+                continue;
+            }
+            self.ignore_taken = true;
+            let free = self.try_node(p, n);
+            self.ignore_taken = false;
+            if free?.is_some() {
+                fits.if_free.push(n.name.clone());
             }
         }
-        Ok(Some(fit))
+        Ok(Some(fits))
     }
 
     /// Allocates `p`'s claims on `node` (kept: later picks see its devices
@@ -270,7 +294,8 @@ impl<'c> Allocator<'c> {
                         cands.push(i);
                     }
                 }
-                let free: Vec<u32> = cands.iter().copied().filter(|i| !self.taken.contains(i)).collect();
+                let free: Vec<u32> =
+                    cands.iter().copied().filter(|i| self.ignore_taken || !self.taken.contains(i)).collect();
                 let need = if r.all {
                     if cands.is_empty() || free.len() < cands.len() {
                         return Ok(None);

@@ -6,7 +6,7 @@
 use crate::names::Interner;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tephra_contract as c;
-use tephra_model::cluster::{Cluster, MatchExpr, Pod, PodTerm};
+use tephra_model::cluster::{Cluster, MatchExpr, Pod, PodPhase, PodTerm};
 use tephra_model::node::selects;
 use tephra_model::{allocation, storage};
 
@@ -224,21 +224,34 @@ pub(super) fn volumes(s: &mut Interner, c: &Cluster, snap: &mut c::Snapshot, p: 
 /// per shape of claims (a job's pods share their templates' specs).
 pub(super) struct DeviceRules<'c> {
     alloc: allocation::Allocator<'c>,
+    /// Per node, the devices per class its pods hold.
+    used: HashMap<String, tephra_model::resource::ResourceList>,
     known: HashMap<String, Result<Option<MatchExpr>, String>>,
 }
 
 impl<'c> DeviceRules<'c> {
     pub(super) fn new(c: &'c Cluster) -> Self {
-        DeviceRules { alloc: allocation::Allocator::new(c), known: HashMap::new() }
+        let mut used: HashMap<String, tephra_model::resource::ResourceList> = HashMap::new();
+        let live = |p: &&Pod| p.node.is_some() && !matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed);
+        for p in c.pods.iter().filter(live).filter(|p| !p.devices.is_empty()) {
+            let u = used.entry(p.node.clone().unwrap_or_default()).or_default();
+            for (k, v) in &p.devices {
+                *u.entry(k.clone()).or_default() += v;
+            }
+        }
+        DeviceRules { alloc: allocation::Allocator::new(c), used, known: HashMap::new() }
     }
 }
 
 /// Where task `t`'s DRA claims can be allocated, as `task-affinity` group
-/// `DEVICE_GROUP`: the nodes with as many devices of each class as the
-/// claims ask where they still cannot be allocated (selectors, constraints,
-/// devices taken) are named `NotIn` (or the others `In`, the shorter list);
-/// a node with too few devices of a class the `predicates` plugin turns down
-/// by its count. What keeps the task from any node is returned instead.
+/// `DEVICE_GROUP`: of the nodes with as many devices of each class as the
+/// claims ask, those where they can never be allocated, or where the pods
+/// there leave enough devices free that still cannot take them, are named
+/// `NotIn` (or the others `In`, the shorter list). A node with too few
+/// devices of a class the `predicates` plugin turns down by its count, and
+/// one whose pods hold the devices the host's resource fit (which
+/// preemption and reclaim may change). What keeps the task from any node
+/// is returned instead.
 pub(super) fn devices(
     s: &mut Interner,
     d: &mut DeviceRules,
@@ -258,18 +271,36 @@ pub(super) fn devices(
         ),
         Err(e) => return vec![e],
     };
-    let alloc = &mut d.alloc;
+    let (alloc, used) = (&mut d.alloc, &d.used);
     let group = d.known.entry(shape).or_insert_with(|| {
-        let Some(fit) = alloc.nodes(p)? else { return Ok(None) };
-        let fit: HashSet<&String> = fit.iter().collect();
-        let enough =
-            |n: &&tephra_model::node::Node| p.devices.iter().all(|(k, v)| n.allocatable.get(k).is_some_and(|a| a >= v));
-        let refused: Vec<String> =
-            c.nodes.iter().filter(|n| !fit.contains(&n.name)).filter(enough).map(|n| n.name.clone()).collect();
+        let Some(fits) = alloc.fits(p)? else { return Ok(None) };
+        let (now, if_free): (HashSet<&String>, HashSet<&String>) =
+            (fits.now.iter().collect(), fits.if_free.iter().collect());
+        // Enough devices of each class on the node; `free`: by what its pods hold.
+        let enough = |n: &tephra_model::node::Node, free: bool| {
+            p.devices.iter().all(|(k, v)| {
+                let held = if free { used.get(&n.name).and_then(|u| u.get(k)).copied().unwrap_or(0.0) } else { 0.0 };
+                n.allocatable.get(k).is_some_and(|a| a - held >= *v)
+            })
+        };
+        // Refused: nodes where the claims can never be had, and nodes whose
+        // pods leave enough devices that still cannot take them (taken by a
+        // claim no pod there holds, selectors, constraints). Where the pods
+        // there hold the devices, the count turns the node down, and
+        // preemption or reclaim may free them.
+        let refused: Vec<String> = c
+            .nodes
+            .iter()
+            .filter(|n| enough(n, false))
+            .filter(|n| !if_free.contains(&n.name) || (!now.contains(&n.name) && enough(n, true)))
+            .map(|n| n.name.clone())
+            .collect();
+        let fit = c.nodes.len() - refused.len();
         Ok(match refused.is_empty() {
             true => None,
-            false if fit.len() < refused.len() => {
-                let values = c.nodes.iter().map(|n| &n.name).filter(|n| fit.contains(n)).cloned().collect();
+            false if fit < refused.len() => {
+                let refused: HashSet<&String> = refused.iter().collect();
+                let values = c.nodes.iter().map(|n| &n.name).filter(|n| !refused.contains(n)).cloned().collect();
                 Some(MatchExpr { key: "metadata.name".into(), operator: "In".into(), values, field: true })
             }
             false => {

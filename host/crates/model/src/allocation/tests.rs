@@ -167,3 +167,25 @@ fn the_claim_controller_makes_frees_and_deletes() {
     control(&mut c);
     assert!(c.resource_claims.is_empty());
 }
+
+#[test]
+fn fits_tell_taken_devices_from_devices_that_never_match() {
+    let mut c = cluster();
+    // n1's four GPUs taken by another claim; a T4 exists on n1 only.
+    let mut held = claim(4, &[]);
+    let results = (0..4)
+        .map(|i| DeviceResult {
+            request: "gpus".into(),
+            driver: "gpu.example.com".into(),
+            pool: "n1".into(),
+            device: format!("gpu-{i}"),
+            admin_access: false,
+        })
+        .collect();
+    held.allocation = Some(Allocation::on_node("n1", results));
+    c.resource_claims.insert("default/other".into(), held);
+    let p = pod(&mut c, "p", claim(1, &[r#"device.attributes["gpu.example.com"].model == "T4""#]));
+    let fits = Allocator::new(&c).fits(&p).unwrap().unwrap();
+    assert_eq!(fits.now, Vec::<String>::new());
+    assert_eq!(fits.if_free, ["n1"]);
+}
