@@ -141,10 +141,12 @@ fn verdicts(lib: &Library, files: &[PathBuf]) -> BTreeMap<String, Verdict> {
 /// hierarchical DRF in session 17; contract 0.7.0 brought the topology
 /// (gang's subgroups, the `evictable` point of gang, priority and
 /// conformance that gang eviction asks); the quota plugins' refusal reasons
-/// (`why`) came with session 20, after 0.7.0's frozen builds.
+/// (`why`) came with session 20, after 0.7.0's frozen builds; the
+/// `predicates` plugin's check of DRA device classes after them (issue 46).
 fn newer_than(version: &str, scenario: &str) -> bool {
     scenario.starts_with("topology.yaml") || scenario.starts_with("gang-eviction.yaml")
         || scenario.starts_with("reasons.yaml")
+        || scenario.starts_with("placement-devices.yaml") || scenario.starts_with("devices.yaml")
         || scenario == "reservation.yaml: big-job-target-is-admitted-only-within-its-quota-and-holds-its-queue"
     // Session 17: hierarchical DRF.
         || version != "0.6.0" && scenario.starts_with("hdrf.yaml")

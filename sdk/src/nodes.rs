@@ -9,8 +9,8 @@ use crate::types::{AffinityExpr, Toleration};
 /// `affinity-expr` groups from this one on are claims still to be bound on
 /// first consumer (the nodes where they can be), not bound volumes.
 pub const BIND_GROUP: u32 = 1 << 16;
-/// The `affinity-expr` group of the nodes where a task's DRA claims can be
-/// allocated.
+/// The `affinity-expr` group that keeps a task off nodes where its DRA
+/// claims cannot be allocated.
 pub const DEVICE_GROUP: u32 = 1 << 17;
 
 /// Per node, its `node_labels` rows sorted by key, for lookups by key.

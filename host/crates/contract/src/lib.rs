@@ -133,8 +133,8 @@ pub const CONTRACT: &str = "0.7.0";
 /// first consumer (the nodes where they can be), not bound volumes.
 pub const BIND_GROUP: u32 = 1 << 16;
 
-/// The `affinity-expr` group of the nodes where a task's DRA claims can be
-/// allocated.
+/// The `affinity-expr` group that keeps a task off nodes where its DRA
+/// claims cannot be allocated.
 pub const DEVICE_GROUP: u32 = 1 << 17;
 
 /// Every contract version this host loads, newest first.

@@ -597,7 +597,10 @@ pub fn control(c: &mut Cluster) -> Vec<String> {
             }
             pc.claim = Some(name);
         }
-        c.pods[i].device_claims = claims;
+        // Only a change is written: any other access marks the pod changed.
+        if claims != c.pods[i].device_claims {
+            c.pods[i].device_claims = claims;
+        }
     }
     let live: HashSet<String> =
         c.pods.iter().filter(|p| !matches!(p.phase, PodPhase::Succeeded | PodPhase::Failed)).map(|p| p.key()).collect();
