@@ -39,7 +39,8 @@ use tephra_model::tracked::Tracked;
 use tephra_readers::manifest::{self, Object};
 use tokio::sync::mpsc;
 
-/// How long an unconfirmed bind or eviction is assumed before the watch is trusted again.
+/// How long an unconfirmed bind or eviction is assumed before the watch is
+/// trusted again (if it has been heard from since: see `Assumed::heard`).
 const ASSUME_FOR: Duration = Duration::from_secs(30);
 
 /// One kind `tephra run` watches, described once: how it is watched, what
@@ -536,7 +537,15 @@ struct Assumed {
     binds: HashMap<String, (String, Instant)>,
     /// pod key → when.
     evictions: HashMap<String, Instant>,
+    /// When the watch of our pods last delivered anything: an assumption
+    /// ends only once the watch has been heard from well after it, so an API
+    /// server that is away (its watch silent) never makes a bind look undone.
+    heard: Option<Instant>,
 }
+
+/// How long after an assumption the pods watch must still have been heard
+/// from before the assumption may end: ample time to deliver it.
+const HEARD_AFTER: Duration = Duration::from_secs(5);
 
 /// The watch events applied to the cluster, and what the driver keeps of
 /// each object.
@@ -616,6 +625,9 @@ impl Store {
         let w = change.watch;
         if w >= WATCH_COUNT {
             return tracing::error!("an event of watch {w}, which does not exist");
+        }
+        if WATCHED[w].name == "pods" && !matches!(change.step, Step::Init) {
+            self.assumed.heard = Some(Instant::now());
         }
         match change.step {
             Step::Init => self.relist[w] = Some(HashSet::new()),
@@ -941,19 +953,18 @@ impl Store {
     /// assumptions; adds the default queues Volcano's scheduler makes.
     pub fn settle(&mut self, c: &mut Cluster) {
         let now = Instant::now();
+        let heard = self.assumed.heard;
+        let over = |t: &Instant| {
+            now.duration_since(*t) >= ASSUME_FOR
+                && heard.is_some_and(|h| h.saturating_duration_since(*t) >= HEARD_AFTER)
+        };
         let expired: Vec<String> = self
             .assumed
             .binds
             .iter()
-            .filter(|(_, (_, t))| now.duration_since(*t) >= ASSUME_FOR)
+            .filter(|(_, (_, t))| over(t))
             .map(|(k, _)| k.clone())
-            .chain(
-                self.assumed
-                    .evictions
-                    .iter()
-                    .filter(|(_, t)| now.duration_since(**t) >= ASSUME_FOR)
-                    .map(|(k, _)| k.clone()),
-            )
+            .chain(self.assumed.evictions.iter().filter(|(_, t)| over(t)).map(|(k, _)| k.clone()))
             .collect();
         for key in expired {
             self.assumed.binds.remove(&key);
