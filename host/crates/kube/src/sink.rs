@@ -221,7 +221,13 @@ impl Sink {
                             _ => "it is still unbound".to_string(),
                         },
                         Ok(None) => "it is gone".to_string(),
-                        Err(e) => format!("resync failed: {e}"),
+                        // The bind may have been applied with its answer
+                        // lost (the API server going away): it is assumed
+                        // until the watch says, never placed again meanwhile.
+                        Err(e) => {
+                            store.assume_bind(cluster, &key, &node);
+                            format!("resync failed: {e}; assumed bound to {node} until the watch says")
+                        }
                     };
                     tracing::warn!("bind {key} to {node}: {e}; {resync}");
                     if !e.contains("409") {
