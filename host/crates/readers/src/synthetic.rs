@@ -192,21 +192,7 @@ pub fn add_topology(c: &mut Cluster, percent: u32) {
 /// spread over zones (`maxSkew: 1`, `DoNotSchedule`). Each such pod is
 /// labelled `app: <job>`, which the rule selects.
 pub fn add_pod_rules(c: &mut Cluster, percent: u32) {
-    let pending = c.pods.iter().filter(|p| p.node.is_none()).count();
-    let want = pending * percent as usize / 100;
-    let mut of_job: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    for (i, p) in c.pods.iter().enumerate().filter(|(_, p)| p.node.is_none()) {
-        if let Some(g) = &p.group {
-            of_job.entry((p.namespace.clone(), g.clone())).or_default().push(i);
-        }
-    }
-    let (mut given, mut jobs) = (0, 0);
-    for g in 0..c.podgroups.len() {
-        if given >= want {
-            break;
-        }
-        let (ns, name) = (c.podgroups[g].namespace.clone(), c.podgroups[g].name.clone());
-        let Some(members) = of_job.remove(&(ns, name.clone())) else { continue };
+    for (jobs, (name, members)) in pending_jobs(c, percent).into_iter().enumerate() {
         let selector = Some(vec![MatchExpr {
             key: "app".into(),
             operator: "In".into(),
@@ -234,9 +220,30 @@ pub fn add_pod_rules(c: &mut Cluster, percent: u32) {
                 });
             }
         }
-        given += members.len();
-        jobs += 1;
     }
+}
+
+/// Whole pending jobs in creation order, each its name and its pending
+/// pods' indexes, until `percent` % of the pending pods are in them.
+fn pending_jobs(c: &Cluster, percent: u32) -> Vec<(String, Vec<usize>)> {
+    let pending = c.pods.iter().filter(|p| p.node.is_none()).count();
+    let want = pending * percent as usize / 100;
+    let mut of_job: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
+    for (i, p) in c.pods.iter().enumerate().filter(|(_, p)| p.node.is_none()) {
+        if let Some(g) = &p.group {
+            of_job.entry((p.namespace.as_str(), g.as_str())).or_default().push(i);
+        }
+    }
+    let (mut out, mut given) = (Vec::new(), 0);
+    for g in c.podgroups.iter() {
+        if given >= want {
+            break;
+        }
+        let Some(members) = of_job.remove(&(g.namespace.as_str(), g.name.as_str())) else { continue };
+        given += members.len();
+        out.push((g.name.clone(), members));
+    }
+    out
 }
 
 /// A tiny cluster for tests: nodes `n1..` with `node_cpu` millicores, queue
@@ -341,22 +348,8 @@ pub fn add_device_claims(c: &mut Cluster, percent: u32) {
         all: false,
         count: 1,
     };
-    let pending = c.pods.iter().filter(|p| p.node.is_none()).count();
-    let want = pending * percent as usize / 100;
-    let mut of_job: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
-    for (i, p) in c.pods.iter().enumerate().filter(|(_, p)| p.node.is_none()) {
-        if let Some(g) = &p.group {
-            of_job.entry((p.namespace.clone(), g.clone())).or_default().push(i);
-        }
-    }
-    let mut given = 0;
-    for g in 0..c.podgroups.len() {
-        if given >= want {
-            break;
-        }
-        let key = (c.podgroups[g].namespace.clone(), c.podgroups[g].name.clone());
-        let Some(members) = of_job.remove(&key) else { continue };
-        for &i in &members {
+    for (_, members) in pending_jobs(c, percent) {
+        for i in members {
             let pod = &mut c.pods[i];
             let name = format!("{}-gpu", pod.name);
             pod.device_claims.push(PodClaim { name: "gpu".into(), claim: Some(name.clone()), template: None });
@@ -365,7 +358,6 @@ pub fn add_device_claims(c: &mut Cluster, percent: u32) {
             let key = format!("{}/{name}", pod.namespace);
             c.resource_claims.insert(key, claim);
         }
-        given += members.len();
     }
     tephra_model::allocation::account(c);
 }
