@@ -9,7 +9,7 @@
 
 use super::events::refusal;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
@@ -145,6 +145,16 @@ fn allocation_json(a: &Allocation) -> Value {
     out
 }
 
+/// A claim's `reservedFor` as JSON for a merge patch (which replaces the
+/// list whole), but the pod named `but`.
+fn reservations(list: Option<Vec<ResourceClaimConsumerReference>>, but: &str) -> Vec<Value> {
+    list.unwrap_or_default()
+        .iter()
+        .filter(|r| r.name != but)
+        .map(|r| json!({"resource": r.resource, "name": r.name, "uid": r.uid}))
+        .collect()
+}
+
 /// Allocates a claim (if the grant does) and reserves it for the pod; the
 /// claim's resourceVersion after the write.
 async fn reserve(client: &Client, g: &Grant, pod_uid: &str) -> Result<String, String> {
@@ -162,12 +172,7 @@ async fn reserve(client: &Client, g: &Grant, pod_uid: &str) -> Result<String, St
         let patch = json!({"metadata": {"resourceVersion": claim.resource_version(), "finalizers": finalizers}});
         claim = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(failed)?;
     }
-    let mut reserved: Vec<Value> = status
-        .reserved_for
-        .unwrap_or_default()
-        .iter()
-        .map(|r| json!({"resource": r.resource, "name": r.name, "uid": r.uid}))
-        .collect();
+    let mut reserved = reservations(status.reserved_for, "");
     if !reserved.iter().any(|r| r["uid"] == pod_uid) {
         reserved.push(json!({"resource": "pods", "name": g.pod, "uid": pod_uid}));
     }
@@ -188,14 +193,7 @@ async fn release(client: &Client, g: &Grant, version: &str) -> Result<(), kube::
     let (ns, name) = parts(&g.claim);
     let api: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
     let claim = api.get(name).await?;
-    let reserved: Vec<Value> = claim
-        .status
-        .and_then(|s| s.reserved_for)
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r.name != g.pod)
-        .map(|r| json!({"resource": r.resource, "name": r.name, "uid": r.uid}))
-        .collect();
+    let reserved = reservations(claim.status.and_then(|s| s.reserved_for), &g.pod);
     let mut patch = json!({"metadata": {"resourceVersion": version}, "status": {"reservedFor": reserved}});
     if g.allocation.is_some() && reserved.is_empty() {
         patch["status"]["allocation"] = Value::Null;
