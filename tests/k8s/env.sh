@@ -455,13 +455,18 @@ spawn() {
     echo $! > "$dir/$name.pid"
 }
 
+# True while the process spawn started as NAME runs. kill -0, not live_pid:
+# until the forked shell has exec'd (long, on a loaded machine), its command
+# line is env.sh's own and would not name DIR/.
+spawned_alive() {
+    kill -0 "$(cat "$1/$2.pid")" 2>/dev/null
+}
+
 wait_port() {
     local dir="$1" name="$2" port="$3" i
     for ((i = 0; i < 300; i++)); do
         port_free "$port" || return 0
-        # kill -0, not live_pid: until the spawned shell has exec'd, its
-        # command line is env.sh's own and would not match DIR/.
-        kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null || return 1
+        spawned_alive "$dir" "$name" || return 1
         sleep 0.1
     done
     return 1
@@ -619,7 +624,7 @@ wait_healthz() {
         if [[ "$(curl -sk --max-time 2 "$scheme://127.0.0.1:$port/healthz" 2>/dev/null)" == ok ]]; then
             return 0
         fi
-        live_pid "$dir" "$name" >/dev/null || return 1
+        spawned_alive "$dir" "$name" || return 1
         sleep 0.1
     done
     return 1
