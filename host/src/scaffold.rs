@@ -16,10 +16,11 @@ const PY_CLUSTER: &str = include_str!("../../examples/plugins/python/cluster.yam
 const PY_SCENARIOS: &str = include_str!("../../examples/plugins/python/scenarios.yaml");
 const PY_TEST: &str = include_str!("../../examples/plugins/python/test_app.py");
 /// The Python SDK's package, file by file.
-const PY_SDK: [(&str, &str); 7] = [
+const PY_SDK: [(&str, &str); 8] = [
     ("__init__.py", include_str!("../../sdk/python/tephra_sdk/__init__.py")),
     ("__main__.py", include_str!("../../sdk/python/tephra_sdk/__main__.py")),
     ("component.py", include_str!("../../sdk/python/tephra_sdk/component.py")),
+    ("contract.py", include_str!("../../sdk/python/tephra_sdk/contract.py")),
     ("policy.py", include_str!("../../sdk/python/tephra_sdk/policy.py")),
     ("resources.py", include_str!("../../sdk/python/tephra_sdk/resources.py")),
     ("session.py", include_str!("../../sdk/python/tephra_sdk/session.py")),
@@ -33,6 +34,7 @@ const JS_CLUSTER: &str = include_str!("../../examples/plugins/js/cluster.yaml");
 const JS_SCENARIOS: &str = include_str!("../../examples/plugins/js/scenarios.yaml");
 const JS_TEST: &str = include_str!("../../examples/plugins/js/spread-label.test.js");
 const JS_SDK: &str = include_str!("../../sdk/js/tephra-sdk.js");
+const JS_CONTRACT: &str = include_str!("../../sdk/js/contract.js");
 const JS_WORLD: &str = include_str!("../../sdk/js/world.js");
 /// Where the JavaScript example imports the SDK from, and where a project does.
 const JS_SDK_IMPORT: (&str, &str) = ("'../../../sdk/js/tephra-sdk.js'", "'./tephra-sdk.js'");
@@ -123,6 +125,7 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
                 false,
             ),
             ("tephra-sdk.js".into(), JS_SDK.to_string(), false),
+            ("contract.js".into(), JS_CONTRACT.to_string(), false),
             ("world.js".into(), JS_WORLD.to_string(), false),
             ("build.sh".into(), local_wit(&JS_BUILD.replace("NAME=spread-label", &format!("NAME={name}"))), true),
             (

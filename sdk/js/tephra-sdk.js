@@ -1,4 +1,5 @@
-// The JavaScript SDK for tephra scheduling policies (contract 0.7.0).
+// The JavaScript SDK for tephra scheduling policies (the contract CONTRACT
+// names; contract.js lists its points and columns, generated from wit/).
 //
 // A policy extends `Policy` and overrides the points it implements; `serve`
 // turns it into the objects componentize-js exports (`session` and one per
@@ -7,9 +8,12 @@
 // the columnar snapshot, kept current with the host's events and deltas;
 // `SnapshotBuilder` builds one by hand for unit tests under plain Node.
 //
-// The module imports nothing from the contract: it runs under Node as it is.
+// The module imports only contract.js (plain data): it runs under Node as it is.
 
-export const CONTRACT = '0.7.0';
+import * as contract from './contract.js';
+
+export { contract };
+export const { CONTRACT } = contract;
 export const NONE = 0xffffffff;
 
 // Statuses in which a task holds resources on its node (Volcano's Used).
@@ -103,13 +107,14 @@ export class Session {
   update(delta) {
     const d = this.d;
     const n = delta.tasks.length;
-    if (delta.taskStatus.length !== n || delta.taskNode.length !== n || delta.nodeUsed.length !== delta.nodes.length * d
+    if (delta.taskStatus.length !== n || delta.taskNode.length !== n || delta.taskStartedMs.length !== n || delta.nodeUsed.length !== delta.nodes.length * d
         || Array.from(delta.tasks).some((t) => t >= this.tasks()) || Array.from(delta.nodes).some((x) => x >= this.nodes())) {
       throw new Error('snapshot-delta does not fit the kept session (lengths or ids)');
     }
     for (let i = 0; i < n; i++) {
       this.taskStatus[delta.tasks[i]] = delta.taskStatus[i];
       this.taskNode[delta.tasks[i]] = delta.taskNode[i];
+      this.snap.taskStartedMs[delta.tasks[i]] = delta.taskStartedMs[i];
     }
     delta.nodes.forEach((node, i) => {
       this.nodeUsed.set(delta.nodeUsed.slice(i * d, (i + 1) * d), node * d);
@@ -117,12 +122,15 @@ export class Session {
       this.nodePipelined.set(delta.nodePipelined.slice(i * d, (i + 1) * d), node * d);
     });
     delta.residents.forEach((r, i) => { this.snap.residentNode[r] = delta.residentNode[i]; });
-    Object.assign(this.snap, {
-      nodeLockedJob: delta.nodeLockedJob, nodeLockedQueue: delta.nodeLockedQueue, jobPhase: delta.jobPhase,
-      reservationTargets: delta.reservationTargets, nowMs: delta.nowMs,
-    });
+    for (const column of Object.keys(contract.DELTA)) {
+      if (!DELTA_ROWS.has(column)) this.snap[column] = delta[column];
+    }
   }
 }
+
+/** The delta's columns applied row by row (the rest replace the snapshot's column of the same name whole). */
+export const DELTA_ROWS = new Set(['tasks', 'taskStatus', 'taskNode', 'taskStartedMs', 'nodes', 'nodeUsed',
+  'nodeReleasing', 'nodePipelined', 'residents', 'residentNode']);
 
 /** Why a task does not fit a node; `unresolvable`: evictions cannot help. */
 export class Unfit {
@@ -171,6 +179,10 @@ export class Policy {
   /** The nodes to lock; throw a string to refuse with a reason. */
   reservedNodes(s, owner, candidates) { return []; }
   queueStatus(s, queue) { return { deserved: new Array(s.d).fill(NaN), share: 0 }; }
+  /** The score (higher first) of `hypernode` as the domain of `job`'s `subgroup` (NONE: the whole job). */
+  hypernodeOrder(s, job, subgroup, hypernode) { return 0; }
+  /** Gang eviction ('gang-preempt' or 'gang-reclaim'): which `candidates` (running tasks on `hypernode`) starving `job` may evict. */
+  evictable(s, kind, job, hypernode, candidates) { return { tasks: [], vote: 'abstain' }; }
 }
 
 // Extension point (interface name) → the methods that make it.
@@ -181,7 +193,8 @@ export const POINTS = {
   'job-ready': ['jobReady'], 'job-pipelined': ['jobPipelined'], 'job-enqueueable': ['jobEnqueueable'],
   'job-enqueued': ['jobEnqueued'], 'job-starving': ['jobStarving'], preemptable: ['preemptable'],
   reclaimable: ['reclaimable'], 'victim-tasks': ['victimTasks'], 'target-job': ['targetJob'],
-  'reserved-nodes': ['reservedNodes'], 'queue-status': ['queueStatus'],
+  'reserved-nodes': ['reservedNodes'], 'queue-status': ['queueStatus'], 'hypernode-order': ['hypernodeOrder'],
+  evictable: ['evictable'],
 };
 
 const camel = (point) => point.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
@@ -193,8 +206,8 @@ export function implemented(cls) {
 
 /** The WIT world of a component serving `cls`. */
 export function world(cls) {
-  const lines = ['package local:plugin;', '', 'world plugin {', '    include tephra:scheduler/plugin@0.7.0;'];
-  for (const p of implemented(cls)) lines.push(`    export tephra:scheduler/${p}@0.7.0;`);
+  const lines = ['package local:plugin;', '', 'world plugin {', `    include tephra:scheduler/plugin@${CONTRACT};`];
+  for (const p of implemented(cls)) lines.push(`    export tephra:scheduler/${p}@${CONTRACT};`);
   return [...lines, '}', ''].join('\n');
 }
 
@@ -292,6 +305,10 @@ export function serve(cls) {
         return { deserved: Float64Array.from(rows.flatMap((r) => Array.from(r.deserved))), share: Float64Array.from(rows, (r) => r.share) };
       },
     },
+    hypernodeOrder: {
+      hypernodeOrder: (job, subgroup, hypernodes) => Float64Array.from(hypernodes, (h) => policy.hypernodeOrder(session, job, subgroup, h)),
+    },
+    evictable: { evictable: (kind, job, h, c) => policy.evictable(session, kind, job, h, c) },
   };
   const out = { session: all.session };
   for (const point of implemented(cls)) out[camel(point)] = all[camel(point)];
@@ -301,16 +318,12 @@ export function serve(cls) {
 /** Snapshots built by hand, for unit tests under plain Node. */
 export class SnapshotBuilder {
   constructor(dims = ['cpu', 'memory', 'pods']) {
-    const lists = ('nodeName nodeAllocatable nodeUsed nodeReleasing nodePipelined nodeUnschedulable nodeLabels '
-      + 'nodeTaints nodeLockedJob nodeLockedQueue queueParent queueWeight queuePriority queueReclaimable queueState '
-      + 'queueCapability queueDeserved queueGuarantee queueAnnotations queueAffinity queueGuaranteed '
-      + 'queueReservePercentage jobQueue jobMinAvailable jobHasMinResources jobMinResources jobMinTaskMember '
-      + 'jobPriority jobPhase jobCreatedMs jobAnnotations reservationTargets taskJob taskStatus taskNode taskResreq '
-      + 'taskPriority taskPreemptable taskRole taskNamespace taskPriorityClass taskCreatedMs taskStartedMs '
-      + 'taskEstimatedMs taskNodeSelector taskTolerations taskAffinity residentNode residentNamespace podLabels '
-      + 'podTerms podPorts taskSpread nodeImages taskImages podAttachments nodeAttachLimits').split(' ');
+    // Every column of the contract's snapshot (generated from wit/).
+    const lists = Object.keys(contract.SNAPSHOT).filter((f) => contract.SNAPSHOT[f].startsWith('list<'));
     this.snap = Object.fromEntries(lists.map((f) => [f, []]));
     Object.assign(this.snap, { dims: [...dims], strings: [''], nowMs: 0n, total: new Array(dims.length).fill(0) });
+    // The cluster's HyperNode (0), one tier above every other.
+    Object.assign(this.snap, { hypernodeName: [0], hypernodeTier: [1], hypernodeParent: [NONE] });
   }
 
   string(text) {
@@ -332,6 +345,7 @@ export class SnapshotBuilder {
     s.nodeUnschedulable.push(false);
     s.nodeLockedJob.push(NONE);
     s.nodeLockedQueue.push(NONE);
+    s.nodeHypernode.push(0);
     for (const [k, v] of Object.entries(labels)) s.nodeLabels.push({ owner: n, key: this.string(k), value: this.string(v) });
     return n;
   }
@@ -347,6 +361,7 @@ export class SnapshotBuilder {
     const s = this.snap;
     s.jobQueue.push(queue); s.jobMinAvailable.push(minAvailable); s.jobHasMinResources.push(false);
     s.jobPriority.push(0); s.jobPhase.push('inqueue'); s.jobCreatedMs.push(BigInt(s.jobQueue.length));
+    s.jobHighestTier.push(NONE); s.jobTopology.push(false);
     return s.jobQueue.length - 1;
   }
 
@@ -357,7 +372,7 @@ export class SnapshotBuilder {
     s.taskJob.push(job); s.taskStatus.push(status); s.taskNode.push(node); s.taskResreq.push(...row);
     s.taskPriority.push(0); s.taskPreemptable.push(true); s.taskRole.push(0);
     s.taskNamespace.push(this.string(namespace)); s.taskPriorityClass.push(0);
-    s.taskCreatedMs.push(BigInt(t)); s.taskStartedMs.push(0n); s.taskEstimatedMs.push(0n);
+    s.taskCreatedMs.push(BigInt(t)); s.taskStartedMs.push(0n); s.taskEstimatedMs.push(0n); s.taskSubgroup.push(NONE);
     if (node !== NONE) {
       const columns = [s.nodeUsed, s.nodeReleasing, s.nodePipelined];
       shares(status).forEach((on, c) => on && row.forEach((x, k) => { columns[c][node * row.length + k] += x; }));

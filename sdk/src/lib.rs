@@ -17,11 +17,12 @@
 mod alloc;
 pub mod args;
 #[doc(hidden)]
+mod contract;
+#[doc(hidden)]
 pub mod export;
 pub mod log;
 pub mod nodes;
 pub mod pods;
-#[doc(hidden)]
 pub mod points;
 mod policy;
 pub mod resource;
@@ -54,11 +55,9 @@ pub mod types {
 }
 
 pub use args::{parse_duration, Args};
-pub use policy::{ExtensionPoint, Fits, Policy, Unfit};
+pub use contract::{ExtensionPoint, CONTRACT};
+pub use policy::{Fits, Policy, Unfit};
 pub use runtime::Runtime;
 pub use session::{is_allocated, node_share, Session, NONE};
 pub use testing::{delta, SnapshotBuilder};
 pub use types::{Event, EventKind, EvictionKind, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
-
-/// The contract version this SDK implements.
-pub const CONTRACT: &str = "0.7.0";

@@ -5,6 +5,7 @@
 use crate::args::Args;
 use crate::session::Session;
 use crate::types::{Event, EvictionKind, LockOwner, TaskStatus, Vote};
+use crate::ExtensionPoint;
 use std::sync::Arc;
 
 /// Why a task does not fit a node. The message is shared (`Arc<str>`): a
@@ -71,39 +72,6 @@ impl Fits {
         let code = *self.codes.get(i)?;
         code.checked_sub(1).and_then(|k| self.reasons.get(k as usize))
     }
-}
-
-/// The extension points a policy may implement; all but `Events` are
-/// interfaces of the contract the component exports ([`crate::export_plugin!`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum ExtensionPoint {
-    QueueOrder,
-    JobOrder,
-    TaskOrder,
-    VictimQueueOrder,
-    Predicate,
-    NodeOrder,
-    Overused,
-    Allocatable,
-    Preemptive,
-    JobValid,
-    JobReady,
-    JobPipelined,
-    JobEnqueueable,
-    JobEnqueued,
-    JobStarving,
-    Preemptable,
-    Reclaimable,
-    VictimTasks,
-    TargetJob,
-    ReservedNodes,
-    QueueStatus,
-    HypernodeOrder,
-    Evictable,
-    /// Not a point: every event batch is flushed to the policy before the
-    /// session closes (a policy keeping state across sessions).
-    Events,
 }
 
 /// A scheduling policy. Order methods return sort keys: smaller goes first,

@@ -42,7 +42,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WIT_DIR=$(cd "$HERE/../../../wit" 2>/dev/null && pwd) || die "no wit/ directory at $HERE/../../../wit"
 [ -f "$WIT_DIR/scheduler.wit" ] || die "$WIT_DIR/scheduler.wit not found"
 SDK_DIR=$(cd "$HERE/../../../sdk/js" 2>/dev/null && pwd) || die "no JavaScript SDK at $HERE/../../../sdk/js"
-[ -f "$SDK_DIR/tephra-sdk.js" ] || die "$SDK_DIR/tephra-sdk.js not found"
+for f in tephra-sdk.js contract.js; do
+  [ -f "$SDK_DIR/$f" ] || die "$SDK_DIR/$f not found"
+done
 mkdir -p "$1" || die "cannot create output directory $1"
 OUT_DIR=$(cd "$1" && pwd)
 OUT=$OUT_DIR/$NAME.wasm
@@ -97,7 +99,7 @@ rm -rf "$BUILD"
 mkdir -p "$BUILD/wit/deps/tephra-scheduler"
 node "$SDK_DIR/world.js" "$HERE/$NAME.js" >"$BUILD/wit/world.wit" || die "$NAME.js does not load under Node (see above)"
 cp "$WIT_DIR/scheduler.wit" "$BUILD/wit/deps/tephra-scheduler/"
-cp "$SDK_DIR/tephra-sdk.js" "$BUILD/"
+cp "$SDK_DIR/tephra-sdk.js" "$SDK_DIR/contract.js" "$BUILD/"
 sed -E "s#from '[^']*tephra-sdk\.js'#from './tephra-sdk.js'#" "$HERE/$NAME.js" >"$BUILD/$NAME.js"
 
 # 3. The component (written next to OUT and renamed: never a half-written file).

@@ -1,4 +1,5 @@
-"""The Python SDK for tephra scheduling policies (contract 0.7.0).
+"""The Python SDK for tephra scheduling policies (the contract `CONTRACT`
+names; `contract` lists its points and columns, generated from wit/).
 
 A policy subclasses `Policy` and overrides the points it implements; `serve`
 turns it into the classes componentize-py exports (`Session` and one per
@@ -11,8 +12,7 @@ the columnar snapshot, kept current with the host's events and deltas;
 from .policy import POINTS, Policy, Unfit, implemented
 from .session import NONE, Session
 from .component import serve, world
-from . import resources
+from .contract import CONTRACT
+from . import contract, resources
 
-CONTRACT = "0.7.0"
-
-__all__ = ["CONTRACT", "NONE", "POINTS", "Policy", "Session", "Unfit", "implemented", "resources", "serve", "world"]
+__all__ = ["CONTRACT", "NONE", "contract", "POINTS", "Policy", "Session", "Unfit", "implemented", "resources", "serve", "world"]

@@ -7,6 +7,7 @@ plain Python."""
 import math
 from typing import Dict, List, Optional
 
+from .contract import CONTRACT
 from .policy import POINTS, Policy, Unfit, implemented
 from .session import Session
 
@@ -18,8 +19,8 @@ def _camel(point: str) -> str:
 def world(cls) -> str:
     """The WIT world of a component serving `cls`: the base plugin world and
     the points it implements."""
-    lines = ["package local:plugin;", "", "world plugin {", "    include tephra:scheduler/plugin@0.7.0;"]
-    lines += [f"    export tephra:scheduler/{p}@0.7.0;" for p in implemented(cls)]
+    lines = ["package local:plugin;", "", "world plugin {", f"    include tephra:scheduler/plugin@{CONTRACT};"]
+    lines += [f"    export tephra:scheduler/{p}@{CONTRACT};" for p in implemented(cls)]
     return "\n".join(lines + ["}", ""])
 
 
@@ -69,7 +70,7 @@ def serve(cls, namespace: dict) -> None:
         def info(self):
             from wit_world.exports.session import PluginInfo
 
-            return PluginInfo(name=cls.NAME, version=cls.VERSION, contract="0.7.0", flush_events=cls.FLUSH_EVENTS)
+            return PluginInfo(name=cls.NAME, version=cls.VERSION, contract=CONTRACT, flush_events=cls.FLUSH_EVENTS)
 
         def open_session(self, snapshot, arguments) -> None:
             rt.last = None
@@ -147,12 +148,24 @@ def serve(cls, namespace: dict) -> None:
         "target-job": {"target_job": lambda self, jobs: p.policy.target_job(s(), jobs)},
         "reserved-nodes": {"reserved_nodes": lambda self, owner, c: _reserved(rt, owner, c)},
         "queue-status": {"queue_status": lambda self, qs: _queue_status(rt, qs)},
+        "hypernode-order": {
+            "hypernode_order": lambda self, j, g, hs: [p.policy.hypernode_order(s(), j, g, h) for h in hs]
+        },
+        "evictable": {
+            "evictable": lambda self, k, j, h, c: _victims(p.policy.evictable(s(), _kind(k), j, h, c), vote)
+        },
     }
     assert set(answers) == set(POINTS)
     namespace["__tephra_policy__"] = cls
     namespace["Session"] = SessionExport
     for point in implemented(cls):
         namespace[_camel(point)] = type(_camel(point), (), answers[point])
+
+
+def _kind(kind) -> str:
+    """An eviction-kind as its WIT name ("gang-preempt")."""
+    name = getattr(kind, "name", None)
+    return (name if isinstance(name, str) else str(kind)).lower().replace("_", "-")
 
 
 def _code(rt, why) -> int:

@@ -29,6 +29,8 @@ POINTS: Dict[str, Tuple[str, ...]] = {
     "target-job": ("target_job",),
     "reserved-nodes": ("reserved_nodes",),
     "queue-status": ("queue_status",),
+    "hypernode-order": ("hypernode_order",),
+    "evictable": ("evictable",),
 }
 
 
@@ -134,6 +136,17 @@ class Policy:
     def queue_status(self, s: Session, queue: int) -> Tuple[List[float], float]:
         """(deserved row, share); the default is unknown (NaN) and 0."""
         return [float("nan")] * s.d, 0.0
+
+    def hypernode_order(self, s: Session, job: int, subgroup: int, hypernode: int) -> float:
+        """The score (higher first) of `hypernode` as the domain of `job`'s
+        `subgroup` (NONE: of the whole job)."""
+        return 0.0
+
+    def evictable(self, s: Session, kind: str, job: int, hypernode: int,
+                  candidates: Sequence[int]) -> Tuple[List[int], Vote]:
+        """Gang eviction ("gang-preempt" or "gang-reclaim"): which of
+        `candidates` (running tasks on `hypernode`) starving `job` may evict."""
+        return [], "abstain"
 
 
 def implemented(cls) -> List[str]:

@@ -3,7 +3,7 @@ and per-node figures kept current as the host's events and deltas arrive."""
 
 from typing import Dict, List, Optional, Sequence
 
-from . import resources
+from . import contract, resources
 
 NONE = 0xFFFFFFFF
 
@@ -144,14 +144,17 @@ class Session:
                     column[node * d + k] += sign * req[k]
 
     def update(self, delta) -> None:
-        """Brings the session up to date with a `snapshot-delta`."""
+        """Brings the session up to date with a `snapshot-delta`: the rows of
+        the tasks, nodes and residents it lists, then every other column whole."""
         n, rows = len(delta.tasks), len(delta.nodes) * self.d
-        if (len(delta.task_status), len(delta.task_node)) != (n, n) or len(delta.node_used) != rows \
+        if (len(delta.task_status), len(delta.task_node), len(delta.task_started_ms)) != (n, n, n) \
+                or len(delta.node_used) != rows \
                 or any(t >= self.tasks() for t in delta.tasks) or any(x >= self.nodes() for x in delta.nodes):
             raise ValueError("snapshot-delta does not fit the kept session (lengths or ids)")
         snap = self.snap
-        for t, node, status in zip(delta.tasks, delta.task_node, delta.task_status):
+        for t, node, status, started in zip(delta.tasks, delta.task_node, delta.task_status, delta.task_started_ms):
             snap.task_node[t] = node
+            snap.task_started_ms[t] = started
             self.task_status[t] = status_name(status)
         d = self.d
         for i, node in enumerate(delta.nodes):
@@ -160,8 +163,15 @@ class Session:
             self.node_pipelined[node * d:(node + 1) * d] = delta.node_pipelined[i * d:(i + 1) * d]
         for r, node in zip(delta.residents, delta.resident_node):
             snap.resident_node[r] = node
-        snap.node_locked_job = list(delta.node_locked_job)
-        snap.node_locked_queue = list(delta.node_locked_queue)
-        snap.job_phase = list(delta.job_phase)
-        snap.reservation_targets = list(delta.reservation_targets)
-        snap.now_ms = delta.now_ms
+        for column in contract.DELTA:
+            if column not in DELTA_ROWS:
+                value = getattr(delta, column)
+                setattr(snap, column, list(value) if isinstance(value, (list, tuple, bytes)) else value)
+
+
+# The delta's columns applied row by row above (the rest replace the
+# snapshot's column of the same name whole).
+DELTA_ROWS = frozenset((
+    "tasks", "task_status", "task_node", "task_started_ms", "nodes", "node_used", "node_releasing",
+    "node_pipelined", "residents", "resident_node",
+))

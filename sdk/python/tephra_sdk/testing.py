@@ -5,19 +5,11 @@ lists, with the objects added here."""
 from types import SimpleNamespace
 from typing import Dict, Optional, Sequence
 
+from . import contract
 from .session import NONE, Session, _shares
 
-FIELDS = (
-    "dims strings total now_ms node_name node_allocatable node_used node_releasing node_pipelined "
-    "node_unschedulable node_labels node_taints node_locked_job node_locked_queue queue_parent queue_weight "
-    "queue_priority queue_reclaimable queue_state queue_capability queue_deserved queue_guarantee "
-    "queue_annotations queue_affinity queue_guaranteed queue_reserve_percentage job_queue job_min_available "
-    "job_has_min_resources job_min_resources job_min_task_member job_priority job_phase job_created_ms "
-    "job_annotations reservation_targets task_job task_status task_node task_resreq task_priority "
-    "task_preemptable task_role task_namespace task_priority_class task_created_ms task_started_ms "
-    "task_estimated_ms task_node_selector task_tolerations task_affinity resident_node resident_namespace "
-    "pod_labels pod_terms pod_ports task_spread node_images task_images pod_attachments node_attach_limits"
-).split()
+# Every column of the contract's snapshot (generated from wit/).
+FIELDS = tuple(f for f, ty in contract.SNAPSHOT.items() if ty.startswith("list<"))
 
 
 class SnapshotBuilder:
@@ -31,6 +23,10 @@ class SnapshotBuilder:
         self.snap.strings = [""]
         self.snap.now_ms = 0
         self.snap.total = [0.0] * len(dims)
+        # The cluster's HyperNode (0), one tier above every other.
+        self.snap.hypernode_name = [0]
+        self.snap.hypernode_tier = [1]
+        self.snap.hypernode_parent = [NONE]
 
     def string(self, text: str) -> int:
         if text not in self.snap.strings:
@@ -52,6 +48,7 @@ class SnapshotBuilder:
         s.node_unschedulable.append(False)
         s.node_locked_job.append(NONE)
         s.node_locked_queue.append(NONE)
+        s.node_hypernode.append(0)
         for k, v in (labels or {}).items():
             s.node_labels.append(SimpleNamespace(owner=n, key=self.string(k), value=self.string(v)))
         return n
@@ -74,6 +71,8 @@ class SnapshotBuilder:
         s.job_priority.append(priority)
         s.job_phase.append("inqueue")
         s.job_created_ms.append(len(s.job_queue))
+        s.job_highest_tier.append(NONE)
+        s.job_topology.append(False)
         return len(s.job_queue) - 1
 
     def task(self, job: int, request: Sequence[float], status: str = "pending", node: int = NONE,
@@ -92,6 +91,7 @@ class SnapshotBuilder:
         s.task_created_ms.append(t)
         s.task_started_ms.append(0)
         s.task_estimated_ms.append(0)
+        s.task_subgroup.append(NONE)
         if node != NONE:
             d = len(s.dims)
             for on, column in zip(_shares(status.upper()), (s.node_used, s.node_releasing, s.node_pipelined)):

@@ -3,7 +3,7 @@
 import unittest
 from types import SimpleNamespace
 
-from tephra_sdk import NONE, Policy, implemented, world
+from tephra_sdk import CONTRACT, NONE, Policy, implemented, world
 from tephra_sdk.testing import SnapshotBuilder, event
 
 
@@ -65,7 +65,7 @@ class PointsTest(unittest.TestCase):
                 return 1.0
 
         self.assertEqual(implemented(Gate), ["node-order", "job-enqueueable"])
-        self.assertIn("export tephra:scheduler/node-order@0.7.0;", world(Gate))
+        self.assertIn(f"export tephra:scheduler/node-order@{CONTRACT};", world(Gate))
         self.assertEqual(implemented(Policy), [])
 
 

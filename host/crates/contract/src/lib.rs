@@ -50,6 +50,9 @@ mod bindings {
 }
 
 pub mod legacy;
+mod points;
+
+pub use points::{empty_snapshot, point_name, ExtensionPoint, CONTRACT};
 
 /// The contract's types (`interface types`): snapshot, events, answers.
 pub mod types {
@@ -67,36 +70,6 @@ pub struct PluginInfo {
     pub version: String,
     pub contract: String,
     pub points: Vec<ExtensionPoint>,
-}
-
-/// The extension points a plugin may implement (`events`: flush every
-/// event batch before `close-session`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ExtensionPoint {
-    QueueOrder,
-    JobOrder,
-    TaskOrder,
-    VictimQueueOrder,
-    Predicate,
-    NodeOrder,
-    Overused,
-    Allocatable,
-    Preemptive,
-    JobValid,
-    JobReady,
-    JobPipelined,
-    JobEnqueueable,
-    JobEnqueued,
-    JobStarving,
-    Preemptable,
-    Reclaimable,
-    VictimTasks,
-    TargetJob,
-    ReservedNodes,
-    QueueStatus,
-    HypernodeOrder,
-    Evictable,
-    Events,
 }
 
 /// The worlds a plugin component may implement, with their host interfaces,
@@ -126,9 +99,6 @@ pub mod world {
     }
 }
 
-/// The plugin contract version this host speaks (`wit/scheduler.wit`).
-pub const CONTRACT: &str = "0.7.0";
-
 /// `affinity-expr` groups from this one on are claims still to be bound on
 /// first consumer (the nodes where they can be), not bound volumes.
 pub const BIND_GROUP: u32 = 1 << 16;
@@ -139,35 +109,3 @@ pub const DEVICE_GROUP: u32 = 1 << 17;
 
 /// Every contract version this host loads, newest first.
 pub const SUPPORTED: [&str; 4] = [CONTRACT, "0.6.0", "0.5.0", "0.4.0"];
-
-/// An extension point as the WIT spells it ("node-order"); for the current
-/// contract, also the name of the interface a plugin exports for it.
-pub fn point_name(p: ExtensionPoint) -> &'static str {
-    use ExtensionPoint as P;
-    match p {
-        P::QueueOrder => "queue-order",
-        P::JobOrder => "job-order",
-        P::TaskOrder => "task-order",
-        P::VictimQueueOrder => "victim-queue-order",
-        P::Predicate => "predicate",
-        P::NodeOrder => "node-order",
-        P::Overused => "overused",
-        P::Allocatable => "allocatable",
-        P::Preemptive => "preemptive",
-        P::JobValid => "job-valid",
-        P::JobReady => "job-ready",
-        P::JobPipelined => "job-pipelined",
-        P::JobEnqueueable => "job-enqueueable",
-        P::JobEnqueued => "job-enqueued",
-        P::JobStarving => "job-starving",
-        P::Preemptable => "preemptable",
-        P::Reclaimable => "reclaimable",
-        P::VictimTasks => "victim-tasks",
-        P::TargetJob => "target-job",
-        P::ReservedNodes => "reserved-nodes",
-        P::QueueStatus => "queue-status",
-        P::HypernodeOrder => "hypernode-order",
-        P::Evictable => "evictable",
-        P::Events => "events",
-    }
-}

@@ -22,4 +22,5 @@ pub use extra::Extra;
 pub use names::{NameMap, Names, CLASSLESS, NONE};
 pub use rules::{classless, rising, volatile, LabelKeys};
 pub use snapshot::*;
+pub use tephra_contract::empty_snapshot;
 pub use tephra_model::node::selects;

@@ -11,7 +11,9 @@ use crate::topology;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
-use tephra_contract::{Image, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration};
+use tephra_contract::{
+    empty_snapshot, Image, JobPhase, Label, Quantity, QueueState, RoleMin, Snapshot, Taint, TaskStatus, Toleration,
+};
 use tephra_model::cluster::{Cluster, PodPhase};
 use tephra_model::resource::{self, BASE_DIMS, PODS};
 
@@ -448,83 +450,6 @@ fn add_to_node(snap: &mut Snapshot, d: usize, node: u32, req: &[f64], status: Ta
     }
     if pipelined {
         resource::add_scaled(&mut snap.node_pipelined[range], req, sign);
-    }
-}
-
-/// A snapshot of nothing, with these resource dimensions (tests, fuzzing, dry runs).
-pub fn empty_snapshot(dims: Vec<String>) -> Snapshot {
-    let d = dims.len();
-    Snapshot {
-        dims,
-        strings: vec![],
-        total: vec![0.0; d],
-        now_ms: 0,
-        node_allocatable: vec![],
-        node_used: vec![],
-        node_releasing: vec![],
-        node_pipelined: vec![],
-        node_unschedulable: vec![],
-        node_labels: vec![],
-        node_taints: vec![],
-        node_locked_job: vec![],
-        node_locked_queue: vec![],
-        queue_parent: vec![],
-        queue_weight: vec![],
-        queue_priority: vec![],
-        queue_reclaimable: vec![],
-        queue_state: vec![],
-        queue_capability: vec![],
-        queue_deserved: vec![],
-        queue_guarantee: vec![],
-        queue_annotations: vec![],
-        queue_affinity: vec![],
-        queue_guaranteed: vec![],
-        queue_reserve_percentage: vec![],
-        job_queue: vec![],
-        job_min_available: vec![],
-        job_has_min_resources: vec![],
-        job_min_resources: vec![],
-        job_min_task_member: vec![],
-        job_priority: vec![],
-        job_phase: vec![],
-        job_created_ms: vec![],
-        job_annotations: vec![],
-        reservation_targets: vec![],
-        task_job: vec![],
-        task_status: vec![],
-        task_node: vec![],
-        task_resreq: vec![],
-        task_priority: vec![],
-        task_preemptable: vec![],
-        task_role: vec![],
-        task_namespace: vec![],
-        task_priority_class: vec![],
-        task_created_ms: vec![],
-        task_started_ms: vec![],
-        task_estimated_ms: vec![],
-        task_node_selector: vec![],
-        task_tolerations: vec![],
-        task_affinity: vec![],
-        node_name: vec![],
-        resident_node: vec![],
-        resident_namespace: vec![],
-        pod_labels: vec![],
-        pod_terms: vec![],
-        pod_ports: vec![],
-        task_spread: vec![],
-        node_images: vec![],
-        task_images: vec![],
-        pod_attachments: vec![],
-        node_attach_limits: vec![],
-        hypernode_name: vec![],
-        hypernode_tier: vec![],
-        hypernode_parent: vec![],
-        node_hypernode: vec![],
-        job_highest_tier: vec![],
-        job_topology: vec![],
-        subgroups: vec![],
-        task_subgroup: vec![],
-        job_min_subgroups: vec![],
     }
 }
 
