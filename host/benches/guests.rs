@@ -1,6 +1,6 @@
 //! Per-call cost of plugins by guest language, measured side by side on the
 //! same snapshot: Rust (SDK), Python (componentize-py), JavaScript
-//! (componentize-js). Needs the guests built (`./dev test` builds them into
+//! (componentize-js), Go (wit-bindgen's Go generator, `tephra plugin componentize`). Needs the guests built (`./dev test` builds them into
 //! target/guests). Run: `TEPHRA_GUESTS_DIR=target/guests cargo bench -p tephra --bench guests`.
 
 use std::path::Path;
@@ -55,8 +55,15 @@ fn median(mut v: Vec<Duration>) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1e6
 }
 
-/// (open-session µs, per-call µs) of `name`, calling `call` `runs` times.
-fn measure(lib: &Library, name: &str, args: &[(&str, &str)], c: &Cluster, call: &dyn Fn(&mut Session)) -> (f64, f64) {
+/// (open-session µs, per-call µs) of `name`, calling `call` `runs` times;
+/// the plugin's first fault instead, if it had one.
+fn measure(
+    lib: &Library,
+    name: &str,
+    args: &[(&str, &str)],
+    c: &Cluster,
+    call: &dyn Fn(&mut Session),
+) -> Result<(f64, f64), String> {
     let mut conf = PluginConf::new(name);
     conf.arguments = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let config = SchedulerConfig {
@@ -78,10 +85,12 @@ fn measure(lib: &Library, name: &str, args: &[(&str, &str)], c: &Cluster, call: 
             call(&mut ssn);
             calls.push(t.elapsed());
         }
-        assert!(ssn.policies.faults.is_empty(), "{name}: {:?}", ssn.policies.faults);
+        if let Some(f) = ssn.policies.faults.first() {
+            return Err(format!("{}: {}", f.point, f.message));
+        }
         ssn.close();
     }
-    (median(opens), median(calls))
+    Ok((median(opens), median(calls)))
 }
 
 fn main() {
@@ -93,7 +102,7 @@ fn main() {
     // workspace root, where the documented command is typed.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
     let mut lib = Library::load(None).unwrap();
-    for f in ["fair-team.wasm", "spread-label.wasm"] {
+    for f in ["fair-team.wasm", "spread-label.wasm", "gpu-pack.wasm"] {
         lib.load_file(&Path::new(&dir).join(f)).unwrap();
     }
     let c = cluster();
@@ -112,8 +121,13 @@ fn main() {
             measure(&lib, "spread-label", &[("label", "zone=east")], &c, &node_order),
             NODES,
         ),
+        // The cluster has no GPUs: gpu-pack's score is a dimension lookup per node.
+        ("gpu-pack (Go), node-order", measure(&lib, "gpu-pack", &[("resource", "cpu")], &c, &node_order), NODES),
     ];
-    for (what, (open, call), n) in rows {
-        println!("{what:<34} {open:>14.1} {call:>12.1} {:>14.3}", call / n as f64);
+    for (what, measured, n) in rows {
+        match measured {
+            Ok((open, call)) => println!("{what:<34} {open:>14.1} {call:>12.1} {:>14.3}", call / n as f64),
+            Err(fault) => println!("{what:<34} FAULT {fault}"),
+        }
     }
 }

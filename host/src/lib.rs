@@ -27,6 +27,7 @@ pub use tephra_snapshot as snapshot;
 pub use tephra_snapshot::cache as session_cache;
 
 pub mod admin;
+pub mod componentize;
 pub mod conformance;
 pub mod estimates;
 pub mod lab;

@@ -1,6 +1,6 @@
 //! The `tephra` command.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -187,10 +187,24 @@ enum PluginCommand {
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
     },
+    /// Make a component of a core module built for wasip1 (a Go plugin: `GOOS=wasip1 GOARCH=wasm
+    /// go build -buildmode=c-shared`): the WIT world embedded, WASI preview 1 adapted to preview 2.
+    Componentize {
+        core: PathBuf,
+        /// The WIT directory holding the world (its deps/ beside).
+        #[arg(long)]
+        wit: PathBuf,
+        /// The world the module implements.
+        #[arg(long, default_value = "plugin")]
+        world: String,
+        /// Where to write the component.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
     /// Create a buildable plugin project with a test.
     New {
         name: String,
-        /// rust, python or js.
+        /// rust, python, js or go.
         #[arg(long, default_value = "rust")]
         lang: String,
         /// Where to create it (default: ./NAME).
@@ -1253,6 +1267,13 @@ fn main() -> ExitCode {
         Command::Plugin { command: PluginCommand::Test { file, scenarios } } => plugin_test(file, scenarios),
         Command::Plugin { command: PluginCommand::Push { file, reference, insecure, username } } => {
             push(file, &reference, insecure, username).map(|_| true)
+        }
+        Command::Plugin { command: PluginCommand::Componentize { core, wit, world, output } } => {
+            tephra::componentize::componentize(&core, &wit, &world)
+                .and_then(|bytes| {
+                    std::fs::write(&output, bytes).with_context(|| format!("{}: cannot write", output.display()))
+                })
+                .map(|()| true)
         }
         Command::Plugin { command: PluginCommand::New { name, lang, dir } } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));

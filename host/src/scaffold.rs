@@ -1,7 +1,7 @@
 //! `tephra plugin new`: a buildable plugin project with a test, in Rust,
-//! Python or JavaScript. The Python and JavaScript projects start from the
-//! example policies (`examples/plugins/`), renamed, with their own copy of the
-//! contract and of the SDK so they build anywhere.
+//! Python, JavaScript or Go. The Python, JavaScript and Go projects start from
+//! the example policies (`examples/plugins/`), renamed, with their own copy of
+//! the contract and of the SDK so they build anywhere.
 
 use anyhow::{anyhow, bail, Result};
 use std::path::Path;
@@ -36,6 +36,25 @@ const JS_TEST: &str = include_str!("../../examples/plugins/js/spread-label.test.
 const JS_SDK: &str = include_str!("../../sdk/js/tephra-sdk.js");
 const JS_CONTRACT: &str = include_str!("../../sdk/js/contract.js");
 const JS_WORLD: &str = include_str!("../../sdk/js/world.js");
+const GO_MOD: &str = include_str!("../../examples/plugins/go/go.mod");
+const GO_APP: &str = include_str!("../../examples/plugins/go/gpupack.go");
+const GO_TEST: &str = include_str!("../../examples/plugins/go/gpupack_test.go");
+const GO_CLUSTER: &str = include_str!("../../examples/plugins/go/cluster.yaml");
+const GO_SCENARIOS: &str = include_str!("../../examples/plugins/go/scenarios.yaml");
+/// The Go SDK's module, file by file (a project builds with its own copy).
+const GO_SDK: [(&str, &str); 11] = [
+    ("go.mod", include_str!("../../sdk/go/go.mod")),
+    ("contract.go", include_str!("../../sdk/go/contract.go")),
+    ("policy.go", include_str!("../../sdk/go/policy.go")),
+    ("session.go", include_str!("../../sdk/go/session.go")),
+    ("resources.go", include_str!("../../sdk/go/resources.go")),
+    ("exports.go", include_str!("../../sdk/go/exports.go")),
+    ("testing.go", include_str!("../../sdk/go/testing.go")),
+    ("contract_test.go", include_str!("../../sdk/go/contract_test.go")),
+    ("session_test.go", include_str!("../../sdk/go/session_test.go")),
+    ("cmd/tephra-glue/main.go", include_str!("../../sdk/go/cmd/tephra-glue/main.go")),
+    ("tephra-go.sh", include_str!("../../sdk/go/tephra-go.sh")),
+];
 /// Where the JavaScript example imports the SDK from, and where a project does.
 const JS_SDK_IMPORT: (&str, &str) = ("'../../../sdk/js/tephra-sdk.js'", "'./tephra-sdk.js'");
 
@@ -151,7 +170,52 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
             ("wit/scheduler.wit".into(), WIT.to_string(), false),
             (".gitignore".into(), "node_modules/\nout/\n".into(), false),
         ],
-        other => bail!("--lang {other:?}: use rust, python or js"),
+        "go" => {
+            // A Go package name: the plugin's name without dashes.
+            let package = name.replace('-', "");
+            let go = |text: &str| text.replace("gpupack", &package).replace("gpu-pack", name);
+            let build = format!(
+                "#!/usr/bin/env bash\n# Builds {name} into OUT_DIR/{name}.wasm with the Go SDK in sdk/ (TEPHRA: the tephra\n\
+                 # binary, default tephra on PATH).\n#\n#   ./build.sh OUT_DIR\nset -euo pipefail\n\
+                 HERE=$(cd \"$(dirname \"${{BASH_SOURCE[0]}}\")\" && pwd)\n\
+                 [ $# -eq 1 ] || {{ echo \"usage: $0 OUT_DIR\" >&2; exit 2; }}\n\
+                 WIT_DIR=\"$HERE/wit\" exec \"$HERE/sdk/tephra-go.sh\" build \"$HERE\" \"$1/{name}.wasm\"\n"
+            );
+            let mut files = vec![
+                ("go.mod".into(), go(GO_MOD), false),
+                (format!("{package}.go"), go(GO_APP), false),
+                (format!("{package}_test.go"), go(GO_TEST), false),
+                ("build.sh".into(), build, true),
+                ("cluster.yaml".into(), go(GO_CLUSTER), false),
+                ("scenarios.yaml".into(), go(GO_SCENARIOS), false),
+                (
+                    "README.md".into(),
+                    format!(
+                        "# {name}: a tephra policy in Go\n\nStarted from tephra's `examples/plugins/go` (gpu-pack) by \
+                         `tephra plugin new`.\n`./test.sh` runs the unit tests, builds `out/{name}.wasm` and checks it \
+                         with `tephra plugin test`\nand `tephra simulate`; `./build.sh out` only builds; \
+                         `WIT_DIR=wit sdk/tephra-go.sh test .` runs the unit\ntests. `sdk/` is tephra's Go SDK \
+                         (module `tephra.dev/sdk`) and `wit/` the contract, copied from tephra;\nthe build needs Go \
+                         1.24+, cargo (it installs wit-bindgen-cli once) and `tephra` (set `TEPHRA` when it is\nnot \
+                         on PATH).\n"
+                    ),
+                    false,
+                ),
+                (
+                    "test.sh".into(),
+                    test(
+                        "WIT_DIR=\"$HERE/wit\" \"$HERE/sdk/tephra-go.sh\" test \"$HERE\"",
+                        "ml/tune-t-0 → gpu-b\nml/tune-t-1 → gpu-b\ndata/etl-t-0 → cpu-1",
+                    ),
+                    true,
+                ),
+                ("wit/scheduler.wit".into(), WIT.to_string(), false),
+                (".gitignore".into(), "out/\n".into(), false),
+            ];
+            files.extend(GO_SDK.iter().map(|(f, text)| (format!("sdk/{f}"), text.to_string(), f.ends_with(".sh"))));
+            files
+        }
+        other => bail!("--lang {other:?}: use rust, python, js or go"),
     };
     let mut written = Vec::new();
     for (rel, text, exe) in files {

@@ -193,14 +193,15 @@ fn wrong_contract_version_is_refused() {
     }
 }
 
-/// A component importing more than the contract, clocks, randomness and
-/// stdio (here the filesystem) is refused at load, naming the import.
+/// A component importing more than the contract, clocks, randomness,
+/// stdio and a filesystem without directories (here sockets) is refused at
+/// load, naming the import.
 #[test]
 fn forbidden_imports_are_refused() {
     let runtime = Runtime::new(Sandbox::default()).unwrap();
     let bytes = std::fs::read(Path::new(FIXTURES_DIR).join("hostile/wrong-imports.wasm")).unwrap();
     let e = WasmPlugin::load(&runtime, &bytes, "snoop.wasm").err().unwrap().to_string();
-    assert!(e.starts_with("snoop.wasm: imports wasi:filesystem/"), "{e}");
+    assert!(e.starts_with("snoop.wasm: imports wasi:sockets/"), "{e}");
     assert!(e.contains("which tephra does not offer to plugins"), "{e}");
 }
 

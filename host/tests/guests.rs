@@ -1,4 +1,4 @@
-//! Policies written in Python and JavaScript, built by `./dev test` into
+//! Policies written in Python, JavaScript and Go, built by `./dev test` into
 //! `$TEPHRA_GUESTS_DIR` (on the SDKs, and as they were for contract 0.4.0),
 //! loaded by the host, run through the simulator and `tephra plugin test`.
 //! A plain `cargo test` reports these as ignored (the guests are not built
@@ -44,19 +44,25 @@ fn tephra(args: &[&str], plugin: &Path) -> (bool, String) {
     (out.status.success(), text)
 }
 
-/// The component exports the points of its policy and nothing else, passes
-/// its own scenarios, and its 0.4.0 build schedules the example alike.
-fn check_guest(name: &str, point: &str, example: &str, cases: usize) {
+/// The component exports the points of its policy and nothing else and
+/// passes its own scenarios; returns its path.
+fn check_points(name: &str, points: &[&str], example: &str, cases: usize) -> PathBuf {
     let wasm = guest(&format!("{name}.wasm"));
     let (ok, text) = tephra(&["plugin", "check"], &wasm);
     assert!(ok, "{text}");
     let implements: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("implements ")).collect();
-    assert_eq!(implements, [point], "{text}");
-    assert!(text.contains("(contract 0.7.0)"), "{text}");
+    assert_eq!(implements, points, "{text}");
+    assert!(text.contains(&format!("(contract {})", tephra::contract::CONTRACT)), "{text}");
     let scenarios = format!("examples/plugins/{example}/scenarios.yaml");
     let (ok, text) = tephra(&["plugin", "test", &scenarios], &wasm);
     assert!(ok, "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("pass ")).count(), cases, "{text}");
+    wasm
+}
+
+/// As `check_points`, and the component's 0.4.0 build schedules the example alike.
+fn check_guest(name: &str, point: &str, example: &str, cases: usize) {
+    let wasm = check_points(name, &[point], example, cases);
     let old = guest(&format!("{name}-0.4.0.wasm"));
     let (ok, text) = tephra(&["plugin", "check"], &old);
     assert!(ok && text.contains("(contract 0.4.0)") && text.contains(&format!("implements {point}")), "{text}");
@@ -67,7 +73,7 @@ fn check_guest(name: &str, point: &str, example: &str, cases: usize) {
 /// A large component (the Python one is 18 MB, 5-10 s of Cranelift) is
 /// compiled once: the next start reads its compiled code from the disk cache.
 #[test]
-#[ignore = "needs the Python and JavaScript guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
 fn a_large_component_is_compiled_once_and_read_from_the_disk_cache_after() {
     let wasm = guest("fair-team.wasm");
     assert!(std::fs::metadata(&wasm).unwrap().len() > 10 << 20);
@@ -91,15 +97,32 @@ fn a_large_component_is_compiled_once_and_read_from_the_disk_cache_after() {
 }
 
 #[test]
-#[ignore = "needs the Python and JavaScript guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
 fn python_guest_exports_its_point_passes_its_scenarios_and_its_0_4_build_agrees() {
     check_guest("fair-team", "job-order", "python", 2);
 }
 
 #[test]
-#[ignore = "needs the Python and JavaScript guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
 fn javascript_guest_exports_its_point_passes_its_scenarios_and_its_0_4_build_agrees() {
     check_guest("spread-label", "node-order", "js", 3);
+}
+
+#[test]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+fn go_guest_exports_its_points_and_passes_its_scenarios() {
+    check_points("gpu-pack", &["predicate", "node-order"], "go", 3);
+}
+
+#[test]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+fn go_gpu_pack_keeps_gpu_nodes_for_gpu_tasks_and_packs_them() {
+    let wasm = guest("gpu-pack.wasm");
+    let text = simulate("examples/plugins/go/cluster.yaml", &wasm);
+    let mut b = binds(&text);
+    b.sort();
+    let want = [("data/etl-t-0", "cpu-1"), ("ml/tune-t-0", "gpu-b"), ("ml/tune-t-1", "gpu-b")];
+    assert_eq!(b, want.map(|(p, n)| (p.to_string(), n.to_string())), "{text}");
 }
 
 fn binds(text: &str) -> Vec<(String, String)> {
@@ -111,7 +134,7 @@ fn binds(text: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-#[ignore = "needs the Python and JavaScript guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
 fn python_fair_team_orders_jobs_by_team_usage() {
     let wasm = guest("fair-team.wasm");
     let text = simulate("examples/plugins/python/cluster.yaml", &wasm);
@@ -121,7 +144,7 @@ fn python_fair_team_orders_jobs_by_team_usage() {
 }
 
 #[test]
-#[ignore = "needs the Python and JavaScript guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
+#[ignore = "needs the Python, JavaScript and Go guests ./dev test builds (TEPHRA_GUESTS_DIR)"]
 fn javascript_spread_label_prefers_the_label_and_spreads() {
     let wasm = guest("spread-label.wasm");
     let text = simulate("examples/plugins/js/cluster.yaml", &wasm);

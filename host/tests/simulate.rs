@@ -262,6 +262,42 @@ fn plugin_check_prints_points() {
     assert!(out.contains("plugin \"test-rejecter\"") && out.contains("implements job-enqueueable"), "{out}");
 }
 
+/// `plugin componentize` takes a core module of the world it names and says
+/// in one line what else it got; nothing is written then.
+#[test]
+fn plugin_componentize_refuses_what_is_not_a_module_of_its_world() {
+    let out = std::env::temp_dir().join(format!("tephra-componentize-{}.wasm", std::process::id()));
+    let component = Path::new(tephra::wasm::builtin::FIXTURES_DIR).join("test-rejecter.wasm");
+    let empty_module = std::env::temp_dir().join(format!("tephra-componentize-{}-core.wasm", std::process::id()));
+    std::fs::write(&empty_module, b"\0asm\x01\0\0\0").unwrap();
+    let run = |file: &Path, world: &str| {
+        tephra(&[
+            "plugin",
+            "componentize",
+            file.to_str().unwrap(),
+            "--wit",
+            "wit",
+            "--world",
+            world,
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (code, _, err) = run(&component, "plugin");
+    assert_eq!(code, 2);
+    assert!(err.contains("test-rejecter.wasm: not a core WebAssembly module"), "{err}");
+    let (code, _, err) = run(Path::new("README.md"), "plugin");
+    assert!(code == 2 && err.contains("README.md: not a core WebAssembly module"), "{err}");
+    let (code, _, err) = run(&empty_module, "nope");
+    assert!(code == 2 && err.contains("World `nope` not found"), "{err}");
+    // A module exporting nothing is not a plugin.
+    let (code, _, err) = run(&empty_module, "plugin");
+    assert!(code == 2 && err.contains("not a module of world plugin"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!out.exists());
+    let _ = std::fs::remove_file(&empty_module);
+}
+
 #[test]
 fn preemption_example_evicts_restarts_and_recovers() {
     let (code, out, err) = tephra(&["simulate", "examples/preemption/cluster.yaml"]);

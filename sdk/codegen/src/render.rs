@@ -10,6 +10,7 @@ pub(crate) fn all(c: &Contract) -> Vec<File> {
     vec![
         file("sdk/python/tephra_sdk/contract.py", python(c)),
         file("sdk/js/contract.js", js(c)),
+        file("sdk/go/contract.go", go(c)),
         file("sdk/src/contract.rs", rust_sdk(c)),
         file("sdk/src/points_table.rs", rust_points(c)),
         file("host/crates/contract/src/points.rs", rust_host(c)),
@@ -123,6 +124,48 @@ fn js(c: &Contract) -> String {
         writeln!(s, "  {}: [{}],", camel(name), cs.join(", ")).unwrap();
     }
     s += "};\n";
+    s
+}
+
+/// `contract.go`: the names as wit-bindgen's Go generator spells them (Pascal case).
+fn go(c: &Contract) -> String {
+    let mut s = header("//");
+    s += "\npackage tephra\n\n";
+    s += "// The contract as data: its version, extension points with their functions,\n";
+    s += "// the snapshot's and delta's columns with their WIT types, and the enums'\n";
+    s += "// cases (as wit-bindgen's Go generator names them).\n\n";
+    writeln!(s, "// Contract is the contract version this SDK implements.\nconst Contract = \"{}\"\n", c.version)
+        .unwrap();
+    s += "// PointNames are the extension points (the interfaces a plugin exports), in order.\n";
+    s += "var PointNames = []string{\n";
+    for p in &c.points {
+        writeln!(s, "\t\"{}\",", p.name).unwrap();
+    }
+    s += "}\n\n// PointFunctions are each extension point's functions.\n";
+    s += "var PointFunctions = map[string][]string{\n";
+    let width = c.points.iter().map(|p| p.name.len()).max().unwrap_or(0) + 3;
+    for p in &c.points {
+        let fs: Vec<String> = p.functions.iter().map(|f| format!("\"{}\"", pascal(&f.name))).collect();
+        writeln!(s, "\t{:<width$} {{{}}},", format!("\"{}\":", p.name), fs.join(", ")).unwrap();
+    }
+    s += "}\n\n";
+    let columns = |s: &mut String, doc: &str, name: &str, fields: &[Field]| {
+        writeln!(s, "// {doc}\nvar {name} = []string{{").unwrap();
+        for f in fields {
+            writeln!(s, "\t\"{}\",", pascal(&f.name)).unwrap();
+        }
+        s.push_str("}\n\n");
+    };
+    columns(&mut s, "SnapshotColumns are the snapshot's columns, in order.", "SnapshotColumns", &c.snapshot);
+    columns(&mut s, "DeltaColumns are the snapshot-delta's columns, in order.", "DeltaColumns", &c.delta);
+    s += "// Enums are each enum of interface types with its cases, in order.\n";
+    s += "var Enums = map[string][]string{\n";
+    let width = c.enums.iter().map(|(n, _)| pascal(n).len()).max().unwrap_or(0) + 3;
+    for (name, cases) in &c.enums {
+        let cs: Vec<String> = cases.iter().map(|k| format!("\"{}\"", pascal(k))).collect();
+        writeln!(s, "\t{:<width$} {{{}}},", format!("\"{}\":", pascal(name)), cs.join(", ")).unwrap();
+    }
+    s += "}\n";
     s
 }
 

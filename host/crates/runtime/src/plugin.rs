@@ -42,9 +42,12 @@ pub const KEEP_BYTES_MAX: usize = 768 << 10;
 pub const SESSIONS_PER_INSTANCE: u32 = 1000;
 
 /// Interface prefixes a plugin may import: the contract, a clock,
-/// randomness, and the stdio/environment plumbing language runtimes link
-/// (the environment is empty and output is captured).
-pub const ALLOWED_IMPORTS: [&str; 5] = ["tephra:scheduler/", "wasi:clocks/", "wasi:random/", "wasi:io/", "wasi:cli/"];
+/// randomness, and the plumbing language runtimes link: stdio and
+/// environment (the environment is empty and output is captured) and the
+/// filesystem, which WASI preview 1 runtimes such as Go's import through the
+/// adapter (no directory is ever opened to a plugin: every open fails).
+pub const ALLOWED_IMPORTS: [&str; 6] =
+    ["tephra:scheduler/", "wasi:clocks/", "wasi:random/", "wasi:io/", "wasi:cli/", "wasi:filesystem/"];
 
 /// A short content hash (FNV-1a, 64 bits) identifying a component's bytes.
 pub fn content_hash(bytes: &[u8]) -> String {

@@ -1,4 +1,4 @@
-//! A policy that reads a file: its component imports `wasi:filesystem`,
+//! A policy that opens a connection: its component imports `wasi:sockets`,
 //! which the host must refuse at load, naming the import.
 
 use tephra_sdk::{Args, ExtensionPoint as P, Policy, Session};
@@ -11,7 +11,7 @@ impl Policy for Snoop {
     const POINTS: &'static [P] = &[P::JobOrder];
 
     fn open(&mut self, _s: &Session, _args: &Args) -> Result<(), String> {
-        std::fs::read_to_string("/etc/passwd").map(|_| ()).map_err(|e| e.to_string())
+        std::net::TcpStream::connect("127.0.0.1:6443").map(|_| ()).map_err(|e| e.to_string())
     }
 }
 
