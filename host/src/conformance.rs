@@ -32,6 +32,8 @@ pub struct ScenarioResult {
     pub name: String,
     /// How it went.
     pub verdict: Verdict,
+    /// How long it took, in milliseconds (host and plugins).
+    pub millis: f64,
 }
 
 /// Expectation keys this runner checks, per place.
@@ -527,36 +529,51 @@ fn bad_int(v: &Value, path: &str) -> Option<String> {
 
 /// Runs one scenario.
 pub fn run_scenario(s: &Value, lib: &Library, origin: &str) -> ScenarioResult {
+    run_scenario_for(s, lib, origin, None)
+}
+
+/// Runs one scenario; with `plugin`, a fault of that plugin (a trap, a
+/// call past the sandbox's deadline or memory, an answer out of contract)
+/// fails it, whatever its fault policy made of it.
+pub fn run_scenario_for(s: &Value, lib: &Library, origin: &str, plugin: Option<&str>) -> ScenarioResult {
+    let started = std::time::Instant::now();
     let name = s.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
     if let Some(why) = bad_int(s, "") {
-        return ScenarioResult { name, verdict: Verdict::Fail(format!("error: {why}")) };
+        return ScenarioResult { name, verdict: Verdict::Fail(format!("error: {why}")), millis: 0.0 };
     }
     let verdict = match skip_reason(s, lib) {
         Some(why) => Verdict::Skip(why),
-        None => match check(s, lib, &format!("{origin}: scenario {name}")) {
+        None => match check(s, lib, &format!("{origin}: scenario {name}"), plugin) {
             Ok(diffs) if diffs.is_empty() => Verdict::Pass,
             Ok(diffs) => Verdict::Fail(diffs.join("; ")),
             Err(e) => Verdict::Fail(format!("error: {e}")),
         },
     };
-    ScenarioResult { name, verdict }
+    ScenarioResult { name, verdict, millis: started.elapsed().as_secs_f64() * 1e3 }
 }
 
-fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
+fn check(s: &Value, lib: &Library, at: &str, plugin: Option<&str>) -> Result<Vec<String>> {
     let Setup { cluster, overrides, jobs } = cluster(s, at)?;
     let config = config(s);
     let expect = s.get("expect").cloned().unwrap_or(Value::Null);
     let mut diffs = Vec::new();
+    // Every plugin fault, as "plugin point: message".
+    let mut faults: Vec<String> = Vec::new();
+    let fault = |f: &crate::policy::Fault| format!("{} {}: {}", f.plugin, f.point, f.message);
     match s.get("mode").and_then(Value::as_str).unwrap_or("session") {
         "plugin-fn" => {
             let mut sched = Scheduler::new(config, lib);
-            sched.inspect(&cluster, &overrides, 0, |ssn| plugin_fn(ssn, &expect, &mut diffs));
+            sched.inspect(&cluster, &overrides, 0, |ssn| {
+                plugin_fn(ssn, &expect, &mut diffs);
+                faults.extend(ssn.policies.faults.iter().map(fault));
+            });
         }
-        "eventual" => eventually(&cluster, jobs, Scheduler::new(config, lib), s, &mut diffs),
-        "sessions" => cycles(cluster, Scheduler::new(config, lib), s, &mut diffs),
+        "eventual" => eventually(&cluster, jobs, Scheduler::new(config, lib), s, &mut diffs, &mut faults),
+        "sessions" => cycles(cluster, Scheduler::new(config, lib), s, &mut diffs, &mut faults),
         _ => {
             let mut sched = Scheduler::new(config.clone(), lib);
             let out = sched.cycle(&cluster, &overrides, 0);
+            faults.extend(out.faults.iter().map(fault));
             session_checks(&out, &expect, &mut diffs);
             diffs.extend(topology_violations(&cluster, &session_binds(&out)));
             if expect.get("eventually").is_some() {
@@ -574,9 +591,14 @@ fn check(s: &Value, lib: &Library, at: &str) -> Result<Vec<String>> {
                 );
                 let mut reports = vec![sim.apply_outcome(out)];
                 reports.extend(sim.run());
+                faults.extend(reports.iter().skip(1).flat_map(|r| r.faults.iter().cloned()));
                 eventually_checks(&sim, &reports, &expect, &mut diffs);
             }
         }
+    }
+    if let Some(p) = plugin {
+        let prefix = format!("{p} ");
+        diffs.extend(faults.into_iter().filter(|f| f.starts_with(&prefix)).map(|f| format!("fault: {f}")));
     }
     Ok(diffs)
 }
@@ -852,7 +874,7 @@ fn step(sim: &mut Simulation, started: &mut BTreeMap<String, f64>) -> crate::rep
 /// Cycles an estimate may look ahead (and the runner runs on to check it).
 const ESTIMATE_HORIZON: usize = 2_000;
 
-fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>) {
+fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>, faults: &mut Vec<String>) {
     let period = s.get("period_seconds").and_then(Value::as_f64).unwrap_or(1.0);
     let mut sim = Simulation::from_cluster(cluster, sched, Options { max_cycles: 1, period, ..Default::default() });
     // Estimates to hold against what happens: (where made, job, predicted start).
@@ -861,9 +883,10 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
     let mut started: BTreeMap<String, f64> = BTreeMap::new();
     for (i, c) in s.get("sessions").and_then(Value::as_sequence).into_iter().flatten().enumerate() {
         for _ in 0..int(c.get("skip")).unwrap_or(0) {
-            step(&mut sim, &mut started);
+            faults.extend(step(&mut sim, &mut started).faults);
         }
         let r = step(&mut sim, &mut started);
+        faults.extend(r.faults.iter().cloned());
         let at = format!("cycle {} (sessions[{i}])", r.cycle);
         let Some(want) = c.get("expect") else { continue };
         let binds: BTreeMap<String, String> = r.binds.iter().cloned().collect();
@@ -982,7 +1005,14 @@ fn cycles(cluster: Cluster, sched: Scheduler, s: &Value, diffs: &mut Vec<String>
 
 /// e2e scenarios: Volcano's e2e tests create jobs one after another and wait
 /// for each to settle, so each job arrives once the previous ones settled.
-fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, s: &Value, diffs: &mut Vec<String>) {
+fn eventually(
+    cluster: &Cluster,
+    jobs: Vec<PodGroup>,
+    sched: Scheduler,
+    s: &Value,
+    diffs: &mut Vec<String>,
+    faults: &mut Vec<String>,
+) {
     let per_job = Options { max_cycles: 30 * (jobs.len() + 1), period: 1.0, ..Default::default() };
     let mut sim = Simulation::from_cluster(cluster.clone(), sched, per_job);
     let mut reports = sim.run();
@@ -1022,6 +1052,7 @@ fn eventually(cluster: &Cluster, jobs: Vec<PodGroup>, sched: Scheduler, s: &Valu
     if let Some(expect) = s.get("expect") {
         eventually_checks(&sim, &reports, expect, diffs);
     }
+    faults.extend(reports.into_iter().flat_map(|r| r.faults));
 }
 
 fn eventually_checks(
@@ -1144,6 +1175,11 @@ fn eventually_checks(
 
 /// Runs every scenario of a file.
 pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<ScenarioResult>> {
+    run_file_for(path, lib, None)
+}
+
+/// Runs every scenario of a file; a fault of `plugin` fails a scenario.
+pub fn run_file_for(path: &std::path::Path, lib: &Library, plugin: Option<&str>) -> Result<Vec<ScenarioResult>> {
     let text = tephra_readers::files::read_text(path)?;
     let doc: Value = yaml_serde::from_str(&text).map_err(|e| anyhow!("{}: not valid YAML: {e}", path.display()))?;
     let scenarios = doc
@@ -1151,5 +1187,5 @@ pub fn run_file(path: &std::path::Path, lib: &Library) -> Result<Vec<ScenarioRes
         .and_then(Value::as_sequence)
         .ok_or_else(|| anyhow!("{}: field scenarios: missing or not a list", path.display()))?;
     let origin = path.display().to_string();
-    Ok(scenarios.iter().map(|s| run_scenario(s, lib, &origin)).collect())
+    Ok(scenarios.iter().map(|s| run_scenario_for(s, lib, &origin, plugin)).collect())
 }

@@ -181,11 +181,24 @@ enum PluginCommand {
     Check { file: PathBuf },
     /// Run a component (any language) against scenario files in the project's scenario format
     /// (tests/scenarios/core.yaml), as the live version of the plugin it names: a line per case,
-    /// a non-zero exit when one fails or none ran.
+    /// a non-zero exit when one fails or none ran. A fault of the component fails its case: a
+    /// trap, an answer out of contract, a call past the call deadline or the memory limit.
     Test {
         file: PathBuf,
         #[arg(required = true)]
         scenarios: Vec<PathBuf>,
+        /// The time one call may take, as the cluster's scheduler config sets it
+        /// (`limits.callDeadline`), in milliseconds; default 2000.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        call_deadline_ms: Option<u64>,
+        /// The linear memory one instance may grow to (`limits.memoryPerPlugin`), in MiB;
+        /// default 256.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        memory_mib: Option<u64>,
+        /// A JSON report on stdout instead of lines: the plugin, and per case its file, name,
+        /// verdict, detail and milliseconds.
+        #[arg(long)]
+        json: bool,
     },
     /// Make a component of a core module built for wasip1 (a Go plugin: `GOOS=wasip1 GOARCH=wasm
     /// go build -buildmode=c-shared`): the WIT world embedded, WASI preview 1 adapted to preview 2.
@@ -1115,51 +1128,102 @@ fn conformance_run(files: Vec<PathBuf>, plugins_dir: Option<PathBuf>) -> Result<
 }
 
 /// `plugin test`: the scenarios with the component as the live version of
-/// the plugin it names, beside the built-in ones.
-fn plugin_test(file: PathBuf, files: Vec<PathBuf>) -> Result<bool> {
-    let mut library = Library::load(None)?;
+/// the plugin it names, beside the built-in ones, in a sandbox with the
+/// cluster's limits; its faults fail their cases.
+fn plugin_test(
+    file: PathBuf,
+    files: Vec<PathBuf>,
+    call_deadline_ms: Option<u64>,
+    memory_mib: Option<u64>,
+    json: bool,
+) -> Result<bool> {
+    let mut sandbox = Sandbox::default();
+    if let Some(ms) = call_deadline_ms {
+        sandbox.call_deadline = std::time::Duration::from_millis(ms);
+    }
+    if let Some(mib) = memory_mib {
+        sandbox.memory_bytes = (mib as usize) << 20;
+    }
+    let mut library = Library::load_with(None, sandbox.clone())?;
     let name = library.load_file(&file)?;
     let p = library.get(&name).expect("just loaded");
-    emit(&format!(
-        "{}: plugin {name:?} version {} (contract {})\n",
-        file.display(),
-        p.info().version,
-        p.info().contract
-    ));
+    let (version, contract) = (p.info().version.clone(), p.info().contract.clone());
+    let mut cases = Vec::new();
+    for f in &files {
+        for o in conformance::run_file_for(f, &library, Some(&name))? {
+            cases.push((f.display().to_string(), o));
+        }
+    }
+    let count = |v: fn(&Verdict) -> bool| cases.iter().filter(|(_, o)| v(&o.verdict)).count();
+    let pass = count(|v| matches!(v, Verdict::Pass));
+    let fail = count(|v| matches!(v, Verdict::Fail(_)));
+    let skip = count(|v| matches!(v, Verdict::Skip(_)));
+    let ok = fail == 0 && skip == 0 && pass > 0;
+    if json {
+        let cases: Vec<serde_json::Value> = cases
+            .iter()
+            .map(|(f, o)| {
+                let (verdict, detail) = match &o.verdict {
+                    Verdict::Pass => ("pass", ""),
+                    Verdict::Fail(why) => ("fail", why.as_str()),
+                    Verdict::Skip(why) => ("skip", why.as_str()),
+                };
+                serde_json::json!({"file": f, "name": o.name, "verdict": verdict, "detail": detail,
+                    "millis": (o.millis * 10.0).round() / 10.0})
+            })
+            .collect();
+        let report = serde_json::json!({
+            "component": file.display().to_string(), "plugin": name, "version": version, "contract": contract,
+            "call_deadline_ms": sandbox.call_deadline.as_millis() as u64, "memory_mib": sandbox.memory_bytes >> 20,
+            "passed": pass, "failed": fail, "skipped": skip, "ok": ok, "cases": cases,
+        });
+        emit(&format!("{}\n", serde_json::to_string_pretty(&report)?));
+        return Ok(ok);
+    }
+    emit(&format!("{}: plugin {name:?} version {version} (contract {contract})\n", file.display()));
     // A case that cannot run proves nothing about the plugin under test.
-    scenarios(&files, &library, true)
+    emit(&lines(cases.iter().map(|(_, o)| o)));
+    Ok(ok)
 }
 
 /// One line per scenario of `files`, and the totals; whether all that ran
 /// passed (and, with `strict`, none was skipped).
 fn scenarios(files: &[PathBuf], library: &Library, strict: bool) -> Result<bool> {
-    let (mut pass, mut fail, mut skip) = (0, 0, 0);
-    let mut text = String::new();
+    let mut outcomes = Vec::new();
     for f in files {
-        for o in conformance::run_file(f, library)? {
-            match &o.verdict {
-                Verdict::Pass => {
-                    pass += 1;
-                    text += &format!("pass  {}\n", o.name);
-                }
-                Verdict::Fail(why) => {
-                    fail += 1;
-                    text += &format!("FAIL  {}: {why}\n", o.name);
-                }
-                Verdict::Skip(why) => {
-                    skip += 1;
-                    text += &format!("skip  {}: {why}\n", o.name);
-                }
-            }
-        }
+        outcomes.extend(conformance::run_file(f, library)?);
     }
+    emit(&lines(outcomes.iter()));
+    let (pass, fail, skip) = totals(outcomes.iter());
+    Ok(fail == 0 && pass > 0 && !(strict && skip > 0))
+}
+
+/// (passed, failed, skipped).
+fn totals<'a>(outcomes: impl Iterator<Item = &'a conformance::ScenarioResult>) -> (usize, usize, usize) {
+    outcomes.fold((0, 0, 0), |(p, f, s), o| match o.verdict {
+        Verdict::Pass => (p + 1, f, s),
+        Verdict::Fail(_) => (p, f + 1, s),
+        Verdict::Skip(_) => (p, f, s + 1),
+    })
+}
+
+/// A line per scenario and the totals; a run where nothing ran says so.
+fn lines<'a>(outcomes: impl Iterator<Item = &'a conformance::ScenarioResult> + Clone) -> String {
+    let mut text = String::new();
+    for o in outcomes.clone() {
+        text += &match &o.verdict {
+            Verdict::Pass => format!("pass  {}\n", o.name),
+            Verdict::Fail(why) => format!("FAIL  {}: {why}\n", o.name),
+            Verdict::Skip(why) => format!("skip  {}: {why}\n", o.name),
+        };
+    }
+    let (pass, fail, skip) = totals(outcomes);
     text += &format!("{pass} passed, {fail} failed, {skip} skipped\n");
     // Nothing run is nothing proven: a run that only skipped fails.
     if pass + fail == 0 {
         text += "FAIL: no scenario ran\n";
     }
-    emit(&text);
-    Ok(fail == 0 && pass > 0 && !(strict && skip > 0))
+    text
 }
 
 fn check(file: PathBuf) -> Result<()> {
@@ -1264,7 +1328,9 @@ fn main() -> ExitCode {
         }
         Command::Conformance { files, plugins_dir } => conformance_run(files, plugins_dir),
         Command::Plugin { command: PluginCommand::Check { file } } => check(file).map(|_| true),
-        Command::Plugin { command: PluginCommand::Test { file, scenarios } } => plugin_test(file, scenarios),
+        Command::Plugin { command: PluginCommand::Test { file, scenarios, call_deadline_ms, memory_mib, json } } => {
+            plugin_test(file, scenarios, call_deadline_ms, memory_mib, json)
+        }
         Command::Plugin { command: PluginCommand::Push { file, reference, insecure, username } } => {
             push(file, &reference, insecure, username).map(|_| true)
         }

@@ -262,6 +262,46 @@ fn plugin_check_prints_points() {
     assert!(out.contains("plugin \"test-rejecter\"") && out.contains("implements job-enqueueable"), "{out}");
 }
 
+/// `plugin test` holds a component to the cluster's call deadline: `faulty`
+/// spinning 300 ms as a session opens passes its case under the default 2 s
+/// and fails it, naming the fault, under 100 ms; `--json` reports the cases.
+#[test]
+fn plugin_test_fails_a_plugin_too_slow_for_the_call_deadline() {
+    let dir = std::env::temp_dir().join(format!("tephra-plugin-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = dir.join("slow.yaml");
+    std::fs::write(
+        &cases,
+        "scenarios:\n- name: slow-but-right\n  actions: [allocate]\n  config_defaults: true\n  plugins:\n  - [gang]\n  \
+         - [predicates, faulty]\n  plugin_args:\n    faulty: {mode: slow}\n  nodes:\n  - {name: n1, allocatable: \
+         {cpu: '4', memory: 8Gi, pods: '10'}}\n  queues:\n  - {name: default}\n  podgroups:\n  - {name: a, namespace: \
+         ns, queue: default, min_member: 1, phase: Inqueue}\n  pods:\n  - {name: a-0, namespace: ns, group: a, \
+         requests: {cpu: '1'}, phase: Pending}\n  expect:\n    binds: {ns/a-0: n1}\n",
+    )
+    .unwrap();
+    let wasm = Path::new(tephra::wasm::builtin::FIXTURES_DIR).join("faulty.wasm");
+    let (wasm, cases) = (wasm.to_str().unwrap(), cases.to_str().unwrap());
+    let (code, out, err) = tephra(&["plugin", "test", wasm, cases]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("pass  slow-but-right"), "{out}");
+    let (code, out, _) = tephra(&["plugin", "test", wasm, cases, "--call-deadline-ms", "100"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  slow-but-right") && out.contains("fault: faulty open-session"), "{out}");
+    let (code, out, _) = tephra(&["plugin", "test", wasm, cases, "--call-deadline-ms", "100", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (report["plugin"].as_str(), report["ok"].as_bool(), report["failed"].as_u64()),
+        (Some("faulty"), Some(false), Some(1))
+    );
+    assert_eq!(report["call_deadline_ms"], 100);
+    let case = &report["cases"][0];
+    assert_eq!((case["name"].as_str(), case["verdict"].as_str()), (Some("slow-but-right"), Some("fail")), "{out}");
+    assert!(case["detail"].as_str().unwrap().contains("fault: faulty open-session"), "{out}");
+    assert!(case["millis"].as_f64().unwrap() > 0.0, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `plugin componentize` takes a core module of the world it names and says
 /// in one line what else it got; nothing is written then.
 #[test]
