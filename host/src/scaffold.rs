@@ -10,6 +10,25 @@ const WIT: &str = include_str!("../../wit/scheduler.wit");
 const RUST_CARGO: &str = include_str!("../templates/rust/Cargo.toml.in");
 const RUST_LIB: &str = include_str!("../templates/rust/lib.rs.in");
 const TEST_SH: &str = include_str!("../templates/test.sh.in");
+const RUST_SDK_CARGO: &str = include_str!("../../sdk/Cargo.toml");
+/// The Rust SDK's sources, file by file (a project builds with its own copy).
+const RUST_SDK: [(&str, &str); 15] = [
+    ("alloc.rs", include_str!("../../sdk/src/alloc.rs")),
+    ("args.rs", include_str!("../../sdk/src/args.rs")),
+    ("contract.rs", include_str!("../../sdk/src/contract.rs")),
+    ("export.rs", include_str!("../../sdk/src/export.rs")),
+    ("lib.rs", include_str!("../../sdk/src/lib.rs")),
+    ("log.rs", include_str!("../../sdk/src/log.rs")),
+    ("nodes.rs", include_str!("../../sdk/src/nodes.rs")),
+    ("pods.rs", include_str!("../../sdk/src/pods.rs")),
+    ("points.rs", include_str!("../../sdk/src/points.rs")),
+    ("points_table.rs", include_str!("../../sdk/src/points_table.rs")),
+    ("policy.rs", include_str!("../../sdk/src/policy.rs")),
+    ("resource.rs", include_str!("../../sdk/src/resource.rs")),
+    ("runtime.rs", include_str!("../../sdk/src/runtime.rs")),
+    ("session.rs", include_str!("../../sdk/src/session.rs")),
+    ("testing.rs", include_str!("../../sdk/src/testing.rs")),
+];
 const PY_APP: &str = include_str!("../../examples/plugins/python/app.py");
 const PY_BUILD: &str = include_str!("../../examples/plugins/python/build.sh");
 const PY_CLUSTER: &str = include_str!("../../examples/plugins/python/cluster.yaml");
@@ -98,16 +117,20 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
     };
     let files: Vec<(String, String, bool)> = match lang {
         "rust" => {
-            let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk");
-            let sdk = sdk.canonicalize().unwrap_or(sdk);
-            vec![
-                (
-                    "Cargo.toml".into(),
-                    RUST_CARGO.replace("{{name}}", name).replace("{{sdk}}", &sdk.display().to_string()),
-                    false,
-                ),
+            // The SDK's manifest without the workspace it lives in here.
+            let sdk_cargo = RUST_SDK_CARGO
+                .replace("version.workspace = true", &format!("version = \"{}\"", env!("CARGO_PKG_VERSION")))
+                .replace("edition.workspace = true", "edition = \"2021\"")
+                .replace("license.workspace = true", &format!("license = \"{}\"", env!("CARGO_PKG_LICENSE")));
+            let mut files = vec![
+                ("Cargo.toml".into(), RUST_CARGO.replace("{{name}}", name), false),
                 ("src/lib.rs".into(), RUST_LIB.replace("{{name}}", name), false),
-            ]
+                ("sdk/Cargo.toml".into(), sdk_cargo, false),
+                ("wit/scheduler.wit".into(), WIT.to_string(), false),
+                (".gitignore".into(), "target/\n".into(), false),
+            ];
+            files.extend(RUST_SDK.iter().map(|(f, text)| (format!("sdk/src/{f}"), text.to_string(), false)));
+            files
         }
         "python" => {
             let mut files = vec![
@@ -223,4 +246,42 @@ pub fn new_plugin(name: &str, lang: &str, dir: &Path) -> Result<Vec<String>> {
         written.push(rel);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The files of `dir` with one of these extensions, recursively, relative to it.
+    fn files(dir: &Path, exts: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            if path.is_dir() {
+                out.extend(files(&path, exts).into_iter().map(|f| format!("{rel}/{f}")));
+            } else if exts.iter().any(|x| rel.ends_with(x)) {
+                out.push(rel);
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// A project gets every file of each SDK: one added to an SDK and not
+    /// here would build in the repository and fail in every project.
+    #[test]
+    fn projects_copy_every_sdk_file() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let listed = |l: &[(&str, &str)]| {
+            let mut v: Vec<String> = l.iter().map(|(f, _)| f.to_string()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(listed(&RUST_SDK), files(&root.join("sdk/src"), &[".rs"]));
+        assert_eq!(listed(&PY_SDK), files(&root.join("sdk/python/tephra_sdk"), &[".py"]));
+        let mut go = files(&root.join("sdk/go"), &[".go", ".sh", "go.mod"]);
+        go.retain(|f| !f.starts_with("codegen"));
+        assert_eq!(listed(&GO_SDK), go);
+    }
 }
