@@ -51,6 +51,7 @@ export class Session {
     this.jobTasks = Array.from({ length: snap.jobQueue.length }, () => []);
     snap.taskJob.forEach((j, t) => j < this.jobTasks.length && this.jobTasks[j].push(t));
     this.strings = null;
+    this.labels = null;
   }
 
   nodes() { return this.snap.nodeUnschedulable.length; }
@@ -67,11 +68,13 @@ export class Session {
   taskRequest(t) { return this.row(this.snap.taskResreq, t); }
   nodeAllocatable(n) { return this.row(this.snap.nodeAllocatable, n); }
   nodeIdle(n) { return resources.sub(this.nodeAllocatable(n), this.row(this.nodeUsed, n)); }
-  /** The node's labels as a Map key → value. */
+  /** The node's labels as a Map key → value, shared (do not modify): every node is indexed on first use, in one pass. */
   nodeLabels(n) {
-    const out = new Map();
-    for (const l of this.snap.nodeLabels) if (l.owner === n) out.set(this.str(l.key), this.str(l.value));
-    return out;
+    if (this.labels === null) {
+      this.labels = Array.from({ length: this.nodes() }, () => new Map());
+      for (const l of this.snap.nodeLabels) this.labels[l.owner]?.set(this.str(l.key), this.str(l.value));
+    }
+    return this.labels[n] ?? new Map();
   }
   taskJob(t) { return this.snap.taskJob[t]; }
   taskNamespace(t) { return this.str(this.snap.taskNamespace[t]); }
