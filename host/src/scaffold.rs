@@ -12,7 +12,7 @@ const RUST_LIB: &str = include_str!("../templates/rust/lib.rs.in");
 const TEST_SH: &str = include_str!("../templates/test.sh.in");
 const RUST_SDK_CARGO: &str = include_str!("../../sdk/Cargo.toml");
 /// The Rust SDK's sources, file by file (a project builds with its own copy).
-const RUST_SDK: [(&str, &str); 15] = [
+const RUST_SDK: [(&str, &str); 16] = [
     ("alloc.rs", include_str!("../../sdk/src/alloc.rs")),
     ("args.rs", include_str!("../../sdk/src/args.rs")),
     ("contract.rs", include_str!("../../sdk/src/contract.rs")),
@@ -28,6 +28,7 @@ const RUST_SDK: [(&str, &str); 15] = [
     ("runtime.rs", include_str!("../../sdk/src/runtime.rs")),
     ("session.rs", include_str!("../../sdk/src/session.rs")),
     ("testing.rs", include_str!("../../sdk/src/testing.rs")),
+    ("views.rs", include_str!("../../sdk/src/views.rs")),
 ];
 const PY_APP: &str = include_str!("../../examples/plugins/python/app.py");
 const PY_BUILD: &str = include_str!("../../examples/plugins/python/build.sh");

@@ -29,6 +29,7 @@ pub mod resource;
 mod runtime;
 mod session;
 mod testing;
+mod views;
 
 #[doc(hidden)]
 pub mod bindings {
@@ -61,3 +62,4 @@ pub use runtime::Runtime;
 pub use session::{is_allocated, node_share, Session, NONE};
 pub use testing::{delta, SnapshotBuilder};
 pub use types::{Event, EventKind, EvictionKind, JobPhase, LockOwner, QueueState, TaskStatus, Vote};
+pub use views::{Amounts, HyperNodeView, JobView, NodeView, QueueView, TaskView};
