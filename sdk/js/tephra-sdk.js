@@ -81,6 +81,11 @@ export class Session {
   jobQueue(j) { return this.snap.jobQueue[j]; }
   /** The task holds resources on its node (allocated, binding, bound, running). */
   placed(t) { return ALLOCATED.has(this.taskStatus[t]); }
+  // Named views: `s.node(n).idle().cpu()`, `s.task(t).job().queue().weight()`.
+  node(n) { return new NodeView(this, n); }
+  task(t) { return new TaskView(this, t); }
+  job(j) { return new JobView(this, j); }
+  queue(q) { return new QueueView(this, q); }
   /** Whether a status holds resources on the node. */
   static holds(status) { return ALLOCATED.has(status); }
   jobReadyTasks(j) { return this.jobTasks[j].filter((t) => READY.has(this.taskStatus[t])).length; }
@@ -134,6 +139,61 @@ export class Session {
 /** The delta's columns applied row by row (the rest replace the snapshot's column of the same name whole). */
 export const DELTA_ROWS = new Set(['tasks', 'taskStatus', 'taskNode', 'taskStartedMs', 'nodes', 'nodeUsed',
   'nodeReleasing', 'nodePipelined', 'residents', 'residentNode']);
+
+/**
+ * Amounts over the snapshot's dimensions (a row, or a row minus another), read
+ * by name: cpu in millicores, memory in bytes, pods, scalars in milli-units.
+ */
+export class Amounts {
+  constructor(s, row, minus = null) { this.s = s; this.row = row; this.minus = minus; }
+  at(d) { return this.row[d] - (this.minus === null ? 0 : this.minus[d]); }
+  cpu() { return this.at(0); }
+  memory() { return this.at(1); }
+  pods() { return this.at(2); }
+  /** A dimension by name ('nvidia.com/gpu'); 0 when the snapshot has none. */
+  get(name) { const d = this.s.dim(name); return d === undefined ? 0 : this.at(d); }
+  values() { return Array.from(this.row, (_, d) => this.at(d)); }
+}
+
+/** A node. */
+export class NodeView {
+  constructor(s, id) { this.s = s; this.id = id; }
+  name() { return this.s.str(this.s.snap.nodeName[this.id]); }
+  allocatable() { return new Amounts(this.s, this.s.nodeAllocatable(this.id)); }
+  used() { return new Amounts(this.s, this.s.row(this.s.nodeUsed, this.id)); }
+  idle() { return new Amounts(this.s, this.s.nodeAllocatable(this.id), this.s.row(this.s.nodeUsed, this.id)); }
+  label(key) { return this.s.nodeLabels(this.id).get(key); }
+}
+
+/** A task. */
+export class TaskView {
+  constructor(s, id) { this.s = s; this.id = id; }
+  job() { return new JobView(this.s, this.s.taskJob(this.id)); }
+  node() { const n = this.s.taskNode[this.id]; return n === NONE || n >= this.s.nodes() ? undefined : new NodeView(this.s, n); }
+  status() { return this.s.taskStatus[this.id]; }
+  request() { return new Amounts(this.s, this.s.taskRequest(this.id)); }
+  namespace() { return this.s.taskNamespace(this.id); }
+}
+
+/** A job. */
+export class JobView {
+  constructor(s, id) { this.s = s; this.id = id; }
+  queue() { return new QueueView(this.s, this.s.jobQueue(this.id)); }
+  tasks() { return this.s.jobTasks[this.id].map((t) => new TaskView(this.s, t)); }
+  minAvailable() { return this.s.snap.jobMinAvailable[this.id]; }
+}
+
+/** A queue. */
+export class QueueView {
+  constructor(s, id) { this.s = s; this.id = id; }
+  weight() { return this.s.snap.queueWeight[this.id]; }
+  parent() { const p = this.s.snap.queueParent[this.id]; return p === NONE ? undefined : new QueueView(this.s, p); }
+  jobs() {
+    const out = [];
+    this.s.snap.jobQueue.forEach((q, j) => { if (q === this.id) out.push(new JobView(this.s, j)); });
+    return out;
+  }
+}
 
 /** Why a task does not fit a node; `unresolvable`: evictions cannot help. */
 export class Unfit {

@@ -55,3 +55,23 @@ test('the points are the methods overridden', () => {
   assert.match(world(Gate), /export tephra:scheduler\/node-order@0\.7\.0;/);
   assert.deepEqual(implemented(Policy), []);
 });
+
+test('views read the columns they name', () => {
+  const b = new SnapshotBuilder(['cpu', 'memory', 'pods', 'nvidia.com/gpu']);
+  const n = b.node('gpu-1', [8000, 32e9, 110, 4000], { zone: 'east' });
+  const q = b.queue(2);
+  const j = b.job(q, 1);
+  const t = b.task(j, [1000, 1e9, 1, 1000], 'running', n);
+  b.task(j, [500, 0, 1, 0]);
+  const s = b.session();
+  const node = s.node(n);
+  assert.deepEqual([node.name(), node.label('zone'), node.label('rack')], ['gpu-1', 'east', undefined]);
+  assert.deepEqual([node.idle().cpu(), node.idle().get('nvidia.com/gpu'), node.used().memory()], [7000, 3000, 1e9]);
+  assert.deepEqual(node.idle().values(), [7000, 31e9, 109, 3000]);
+  const task = s.task(t);
+  assert.deepEqual([task.job().id, task.node().id, task.request().pods(), task.status()], [j, n, 1, 'running']);
+  assert.equal(s.task(t + 1).node(), undefined);
+  assert.deepEqual([s.job(j).queue().weight(), s.job(j).tasks().length], [2, 2]);
+  assert.deepEqual(s.queue(q).jobs().map((x) => x.id), [j]);
+  assert.equal(s.queue(q).parent(), undefined);
+});

@@ -51,6 +51,7 @@ class Session:
             if q < len(self.queue_jobs):
                 self.queue_jobs[q].append(j)
         self._strings: Optional[Dict[str, int]] = None
+        self._labels: Optional[List[Dict[str, str]]] = None
 
     # Sizes and strings.
     def nodes(self) -> int:
@@ -95,7 +96,13 @@ class Session:
         return resources.sub(self.node_allocatable(n), self._row(self.node_used, n))
 
     def node_labels(self, n: int) -> Dict[str, str]:
-        return {self.str(l.key): self.str(l.value) for l in self.snap.node_labels if l.owner == n}
+        """The node's labels, shared (do not modify): every node is indexed on first use, in one pass."""
+        if self._labels is None:
+            self._labels = [{} for _ in range(self.nodes())]
+            for l in self.snap.node_labels:
+                if l.owner < len(self._labels):
+                    self._labels[l.owner][self.str(l.key)] = self.str(l.value)
+        return self._labels[n] if n < len(self._labels) else {}
 
     # Objects.
     def task_job(self, t: int) -> int:
@@ -119,6 +126,19 @@ class Session:
     def placed(self, t: int) -> bool:
         """The task holds resources on its node (allocated, binding, bound, running)."""
         return self.task_status[t] in ALLOCATED
+
+    # Named views: `s.node(n).idle().cpu()`, `s.task(t).job().queue().weight()`.
+    def node(self, n: int) -> "NodeView":
+        return NodeView(self, n)
+
+    def task(self, t: int) -> "TaskView":
+        return TaskView(self, t)
+
+    def job(self, j: int) -> "JobView":
+        return JobView(self, j)
+
+    def queue(self, q: int) -> "QueueView":
+        return QueueView(self, q)
 
     # Changes.
     def apply(self, event):
@@ -175,3 +195,114 @@ DELTA_ROWS = frozenset((
     "tasks", "task_status", "task_node", "task_started_ms", "nodes", "node_used", "node_releasing",
     "node_pipelined", "residents", "resident_node",
 ))
+
+
+class Amounts:
+    """Amounts over the snapshot's dimensions (a row, or a row minus another),
+    read by name: cpu in millicores, memory in bytes, pods, scalars in milli-units."""
+
+    __slots__ = ("_s", "_row", "_minus")
+
+    def __init__(self, s: Session, row: Sequence[float], minus: Optional[Sequence[float]] = None):
+        self._s, self._row, self._minus = s, row, minus
+
+    def at(self, d: int) -> float:
+        return self._row[d] - (self._minus[d] if self._minus is not None else 0.0)
+
+    def cpu(self) -> float:
+        return self.at(0)
+
+    def memory(self) -> float:
+        return self.at(1)
+
+    def pods(self) -> float:
+        return self.at(2)
+
+    def get(self, name: str) -> float:
+        """A dimension by name ("nvidia.com/gpu"); 0 when the snapshot has none."""
+        d = self._s.dim(name)
+        return 0.0 if d is None else self.at(d)
+
+    def row(self) -> List[float]:
+        return [self.at(d) for d in range(len(self._row))]
+
+
+class NodeView:
+    __slots__ = ("s", "id")
+
+    def __init__(self, s: Session, n: int):
+        self.s, self.id = s, n
+
+    def name(self) -> str:
+        return self.s.str(self.s.snap.node_name[self.id])
+
+    def allocatable(self) -> Amounts:
+        return Amounts(self.s, self.s.node_allocatable(self.id))
+
+    def used(self) -> Amounts:
+        return Amounts(self.s, self.s._row(self.s.node_used, self.id))
+
+    def idle(self) -> Amounts:
+        return Amounts(self.s, self.s.node_allocatable(self.id), self.s._row(self.s.node_used, self.id))
+
+    def label(self, key: str) -> Optional[str]:
+        return self.s.node_labels(self.id).get(key)
+
+
+class TaskView:
+    __slots__ = ("s", "id")
+
+    def __init__(self, s: Session, t: int):
+        self.s, self.id = s, t
+
+    def job(self) -> "JobView":
+        return JobView(self.s, self.s.task_job(self.id))
+
+    def node(self) -> Optional[NodeView]:
+        n = self.s.task_node(self.id)
+        return None if n == NONE or n >= self.s.nodes() else NodeView(self.s, n)
+
+    def status(self) -> str:
+        return self.s.task_status[self.id]
+
+    def request(self) -> Amounts:
+        return Amounts(self.s, self.s.task_request(self.id))
+
+    def namespace(self) -> str:
+        return self.s.task_namespace(self.id)
+
+
+class JobView:
+    __slots__ = ("s", "id")
+
+    def __init__(self, s: Session, j: int):
+        self.s, self.id = s, j
+
+    def queue(self) -> "QueueView":
+        return QueueView(self.s, self.s.job_queue(self.id))
+
+    def tasks(self) -> List[TaskView]:
+        return [TaskView(self.s, t) for t in self.s.job_tasks[self.id]]
+
+    def min_available(self) -> int:
+        return self.s.snap.job_min_available[self.id]
+
+    def is_ready(self) -> bool:
+        return self.s.job_is_ready(self.id)
+
+
+class QueueView:
+    __slots__ = ("s", "id")
+
+    def __init__(self, s: Session, q: int):
+        self.s, self.id = s, q
+
+    def weight(self) -> float:
+        return self.s.snap.queue_weight[self.id]
+
+    def parent(self) -> Optional["QueueView"]:
+        p = self.s.snap.queue_parent[self.id]
+        return None if p == NONE else QueueView(self.s, p)
+
+    def jobs(self) -> List[JobView]:
+        return [JobView(self.s, j) for j in self.s.queue_jobs[self.id]]

@@ -55,6 +55,28 @@ class SessionTest(unittest.TestCase):
             s.update(delta)
 
 
+class ViewsTest(unittest.TestCase):
+    def test_views_read_the_columns_they_name(self):
+        b = SnapshotBuilder(("cpu", "memory", "pods", "nvidia.com/gpu"))
+        n = b.node("gpu-1", [8000, 32e9, 110, 4000], {"zone": "east"})
+        q = b.queue(2.0)
+        j = b.job(q, 1)
+        t = b.task(j, [1000, 1e9, 1, 1000], "running", n)
+        b.task(j, [500, 0, 1, 0])
+        s = b.session()
+        node = s.node(n)
+        self.assertEqual((node.name(), node.label("zone"), node.label("rack")), ("gpu-1", "east", None))
+        self.assertEqual((node.idle().cpu(), node.idle().get("nvidia.com/gpu"), node.used().memory()),
+                         (7000.0, 3000.0, 1e9))
+        self.assertEqual(node.idle().row(), [7000.0, 31e9, 109.0, 3000.0])
+        task = s.task(t)
+        self.assertEqual((task.job().id, task.node().id, task.request().pods(), task.status()), (j, n, 1.0, "RUNNING"))
+        self.assertIsNone(s.task(t + 1).node())
+        self.assertEqual((s.job(j).queue().weight(), len(s.job(j).tasks())), (2.0, 2))
+        self.assertEqual([x.id for x in s.queue(q).jobs()], [j])
+        self.assertIsNone(s.queue(q).parent())
+
+
 class PointsTest(unittest.TestCase):
     def test_the_points_are_the_methods_overridden(self):
         class Gate(Policy):
