@@ -62,7 +62,7 @@ const GO_TEST: &str = include_str!("../../examples/plugins/go/gpupack_test.go");
 const GO_CLUSTER: &str = include_str!("../../examples/plugins/go/cluster.yaml");
 const GO_SCENARIOS: &str = include_str!("../../examples/plugins/go/scenarios.yaml");
 /// The Go SDK's module, file by file (a project builds with its own copy).
-const GO_SDK: [(&str, &str); 11] = [
+const GO_SDK: [(&str, &str); 12] = [
     ("go.mod", include_str!("../../sdk/go/go.mod")),
     ("contract.go", include_str!("../../sdk/go/contract.go")),
     ("policy.go", include_str!("../../sdk/go/policy.go")),
@@ -70,6 +70,7 @@ const GO_SDK: [(&str, &str); 11] = [
     ("resources.go", include_str!("../../sdk/go/resources.go")),
     ("exports.go", include_str!("../../sdk/go/exports.go")),
     ("testing.go", include_str!("../../sdk/go/testing.go")),
+    ("views.go", include_str!("../../sdk/go/views.go")),
     ("contract_test.go", include_str!("../../sdk/go/contract_test.go")),
     ("session_test.go", include_str!("../../sdk/go/session_test.go")),
     ("cmd/tephra-glue/main.go", include_str!("../../sdk/go/cmd/tephra-glue/main.go")),

@@ -73,3 +73,37 @@ func TestRejectionsShareCodes(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 }
+
+func TestViewsReadTheColumnsTheyName(t *testing.T) {
+	b := NewBuilder("cpu", "memory", "pods", "nvidia.com/gpu")
+	n := b.Node("gpu-1", []float64{8000, 32e9, 110, 4000}, map[string]string{"zone": "east"})
+	q := b.Queue(2)
+	j := b.Job(q, 1)
+	task := b.Task(j, []float64{1000, 1e9, 1, 1000}, Running, n)
+	b.Task(j, []float64{500, 0, 1, 0}, Pending, None)
+	s := b.Session()
+	node := s.Node(n)
+	zone, _ := node.Label("zone")
+	if node.Name() != "gpu-1" || zone != "east" || node.Idle().CPU() != 7000 || node.Idle().Get("nvidia.com/gpu") != 3000 {
+		t.Fatalf("node %q %q %v", node.Name(), zone, node.Idle().Row)
+	}
+	on, placed := s.Task(task).Node()
+	if !placed || on.ID != n || s.Task(task).Job().Queue().Weight() != 2 || s.Task(task).Request().Pods() != 1 {
+		t.Fatal("task view")
+	}
+	if _, placed := s.Task(task + 1).Node(); placed {
+		t.Fatal("a pending task has a node")
+	}
+	if len(s.Job(j).Tasks()) != 2 || s.Job(j).MinAvailable() != 1 {
+		t.Fatal("job view")
+	}
+	if _, ok := s.Queue(q).Parent(); ok {
+		t.Fatal("a root queue has a parent")
+	}
+	if h := node.HyperNode(); h.ID != 0 || h.Tier() != 1 {
+		t.Fatalf("hypernode %d tier %d", h.ID, h.Tier())
+	}
+	if _, ok := node.HyperNode().Parent(); ok {
+		t.Fatal("the cluster has a parent")
+	}
+}
