@@ -1154,10 +1154,7 @@ fn plugin_test(
             cases.push((f.display().to_string(), o));
         }
     }
-    let count = |v: fn(&Verdict) -> bool| cases.iter().filter(|(_, o)| v(&o.verdict)).count();
-    let pass = count(|v| matches!(v, Verdict::Pass));
-    let fail = count(|v| matches!(v, Verdict::Fail(_)));
-    let skip = count(|v| matches!(v, Verdict::Skip(_)));
+    let (pass, fail, skip) = totals(cases.iter().map(|(_, o)| o));
     let ok = fail == 0 && skip == 0 && pass > 0;
     if json {
         let cases: Vec<serde_json::Value> = cases

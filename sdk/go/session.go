@@ -139,16 +139,7 @@ func (s *Session) NodeIdle(n uint32) Resources {
 
 // NodeLabel is a node's label value, if it has the label.
 func (s *Session) NodeLabel(n uint32, key string) (string, bool) {
-	k, ok := s.StrID(key)
-	if !ok {
-		return "", false
-	}
-	for _, l := range s.Snap.NodeLabels {
-		if l.Owner == n && l.Key == k {
-			return s.Str(l.Value), true
-		}
-	}
-	return "", false
+	return s.label(s.Snap.NodeLabels, n, key)
 }
 
 func (s *Session) TaskJob(t uint32) uint32         { return s.Snap.TaskJob[t] }
@@ -196,24 +187,26 @@ func (s *Session) label(labels []types.Label, owner uint32, key string) (string,
 func (s *Session) Apply(e Event) (TaskStatus, uint32) {
 	t := e.Task
 	old, oldNode := s.Snap.TaskStatus[t], s.Snap.TaskNode[t]
-	s.place(t, oldNode, old, -1)
-	s.place(t, e.Node, e.Status, 1)
+	place(&s.Snap, t, oldNode, old, -1)
+	place(&s.Snap, t, e.Node, e.Status, 1)
 	s.Snap.TaskStatus[t], s.Snap.TaskNode[t] = e.Status, e.Node
 	return old, oldNode
 }
 
-func (s *Session) place(t, node uint32, st TaskStatus, sign float64) {
-	if node == None || int(node) >= s.Nodes() {
+// place adds (sign 1) or removes (-1) task t's request in the node columns
+// its status counts in.
+func place(snap *Snapshot, t, node uint32, st TaskStatus, sign float64) {
+	if node == None || int(node) >= len(snap.NodeUnschedulable) {
 		return
 	}
 	used, releasing, pipelined := shares(st)
-	d := s.D
-	req := s.Snap.TaskResreq[int(t)*d : (int(t)+1)*d]
+	d := len(snap.Dims)
+	req := snap.TaskResreq[int(t)*d : (int(t)+1)*d]
 	for c, on := range []bool{used, releasing, pipelined} {
 		if !on {
 			continue
 		}
-		column := [][]float64{s.Snap.NodeUsed, s.Snap.NodeReleasing, s.Snap.NodePipelined}[c]
+		column := [][]float64{snap.NodeUsed, snap.NodeReleasing, snap.NodePipelined}[c]
 		for k := 0; k < d; k++ {
 			column[int(node)*d+k] += sign * req[k]
 		}

@@ -34,14 +34,18 @@ PKG_DIR=$TOOLS/go-pkg-$WIT_BINDGEN_VERSION
 die() { echo "tephra-go.sh: error: $*" >&2; exit 1; }
 say() { echo "tephra-go.sh: $*" >&2; }
 
+install_wit_bindgen() {
+    cargo install --quiet --locked --force --root "$TOOLS" wit-bindgen-cli --version "$WIT_BINDGEN_VERSION" \
+        --no-default-features --features go || die "cargo install wit-bindgen-cli failed"
+}
+
 # wit-bindgen (Go generator only) and the runtime package from its crate.
 tools() {
     command -v go >/dev/null || die "go not found: install Go >= 1.24 (go:wasmexport)"
     command -v cargo >/dev/null || die "cargo not found: wit-bindgen is installed with cargo"
     if [[ "$("$WIT_BINDGEN" --version 2>/dev/null)" != "wit-bindgen-cli $WIT_BINDGEN_VERSION" ]]; then
         say "installing wit-bindgen-cli $WIT_BINDGEN_VERSION (Go generator) into $TOOLS (a few minutes, once)"
-        cargo install --quiet --locked --force --root "$TOOLS" wit-bindgen-cli --version "$WIT_BINDGEN_VERSION" \
-            --no-default-features --features go || die "cargo install wit-bindgen-cli failed"
+        install_wit_bindgen
         rm -rf "$PKG_DIR"
     fi
     if [[ ! -f "$PKG_DIR/go.mod" ]]; then
@@ -50,8 +54,7 @@ tools() {
             -name "wit-bindgen-go-$WIT_BINDGEN_VERSION" 2>/dev/null | head -1)
         if [[ -z "$src" ]]; then
             # The registry's sources were cleaned: fetch the crate again.
-            cargo install --quiet --locked --force --root "$TOOLS" wit-bindgen-cli --version "$WIT_BINDGEN_VERSION" \
-                --no-default-features --features go || die "cargo install wit-bindgen-cli failed"
+            install_wit_bindgen
             src=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -maxdepth 2 -type d \
                 -name "wit-bindgen-go-$WIT_BINDGEN_VERSION" | head -1)
         fi

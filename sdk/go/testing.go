@@ -110,16 +110,7 @@ func (b *Builder) Task(job uint32, request []float64, status TaskStatus, node ui
 	s.TaskStartedMs = append(s.TaskStartedMs, 0)
 	s.TaskEstimatedMs = append(s.TaskEstimatedMs, 0)
 	s.TaskSubgroup = append(s.TaskSubgroup, None)
-	if node != None {
-		used, releasing, pipelined := shares(status)
-		d := len(row)
-		for c, on := range []bool{used, releasing, pipelined} {
-			column := [][]float64{s.NodeUsed, s.NodeReleasing, s.NodePipelined}[c]
-			for k := 0; on && k < d; k++ {
-				column[int(node)*d+k] += row[k]
-			}
-		}
-	}
+	place(s, t, node, status, 1)
 	return t
 }
 

@@ -248,17 +248,12 @@ export class Policy {
   evictable(s, kind, job, hypernode, candidates) { return { tasks: [], vote: 'abstain' }; }
 }
 
-// Extension point (interface name) → the methods that make it.
-export const POINTS = {
-  'queue-order': ['queueOrder'], 'job-order': ['jobOrder'], 'task-order': ['taskOrder'],
-  'victim-queue-order': ['victimQueueOrder'], predicate: ['predicate'], 'node-order': ['nodeScore'],
-  overused: ['overused'], allocatable: ['allocatable'], preemptive: ['preemptive'], 'job-valid': ['jobValid'],
-  'job-ready': ['jobReady'], 'job-pipelined': ['jobPipelined'], 'job-enqueueable': ['jobEnqueueable'],
-  'job-enqueued': ['jobEnqueued'], 'job-starving': ['jobStarving'], preemptable: ['preemptable'],
-  reclaimable: ['reclaimable'], 'victim-tasks': ['victimTasks'], 'target-job': ['targetJob'],
-  'reserved-nodes': ['reservedNodes'], 'queue-status': ['queueStatus'], 'hypernode-order': ['hypernodeOrder'],
-  evictable: ['evictable'],
-};
+// Extension point (interface name) → the methods that make it: its first
+// function's name, but for node-order, whose two functions come from nodeScore.
+const METHODS = { 'node-order': ['nodeScore'] };
+export const POINTS = Object.fromEntries(
+  Object.entries(contract.POINT_FUNCTIONS).map(([p, fs]) => [p, METHODS[p] ?? fs.slice(0, 1)]),
+);
 
 const camel = (point) => point.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
 

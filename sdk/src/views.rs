@@ -47,8 +47,8 @@ impl<'a> Amounts<'a> {
     /// Every dimension, in the order of `dims`.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = f64> + 'a {
-        let (row, minus) = (self.row, self.minus);
-        (0..row.len()).map(move |d| row[d] - minus.map_or(0.0, |m| m[d]))
+        let a = *self;
+        (0..a.row.len()).map(move |d| a.at(d))
     }
 }
 

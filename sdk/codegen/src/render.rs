@@ -259,13 +259,7 @@ fn rust_host(c: &Contract) -> String {
     s += "/// The plugin contract version this host speaks (`wit/scheduler.wit`).\n";
     writeln!(s, "pub const CONTRACT: &str = \"{}\";\n", c.version).unwrap();
     s += &extension_point(c, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]");
-    s += "\nimpl ExtensionPoint {\n";
-    s += "    /// Every point, in the contract's order (`Events` last).\n";
-    writeln!(s, "    pub const ALL: [ExtensionPoint; {}] = [", c.points.len() + 1).unwrap();
-    for p in &c.points {
-        writeln!(s, "        ExtensionPoint::{},", pascal(&p.name)).unwrap();
-    }
-    s += "        ExtensionPoint::Events,\n    ];\n}\n\n";
+    s += "\n";
     s += "/// An extension point as the WIT spells it (\"node-order\"); for the current\n";
     s += "/// contract, also the name of the interface a plugin exports for it.\n";
     s += "pub fn point_name(p: ExtensionPoint) -> &'static str {\n    match p {\n";

@@ -4,34 +4,14 @@ overrides; only those are exported and ever called."""
 
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from .contract import POINT_FUNCTIONS
 from .session import Session
 
-# Extension point (the contract's interface name) → the methods that make it.
-POINTS: Dict[str, Tuple[str, ...]] = {
-    "queue-order": ("queue_order",),
-    "job-order": ("job_order",),
-    "task-order": ("task_order",),
-    "victim-queue-order": ("victim_queue_order",),
-    "predicate": ("predicate",),
-    "node-order": ("node_score",),
-    "overused": ("overused",),
-    "allocatable": ("allocatable",),
-    "preemptive": ("preemptive",),
-    "job-valid": ("job_valid",),
-    "job-ready": ("job_ready",),
-    "job-pipelined": ("job_pipelined",),
-    "job-enqueueable": ("job_enqueueable",),
-    "job-enqueued": ("job_enqueued",),
-    "job-starving": ("job_starving",),
-    "preemptable": ("preemptable",),
-    "reclaimable": ("reclaimable",),
-    "victim-tasks": ("victim_tasks",),
-    "target-job": ("target_job",),
-    "reserved-nodes": ("reserved_nodes",),
-    "queue-status": ("queue_status",),
-    "hypernode-order": ("hypernode_order",),
-    "evictable": ("evictable",),
-}
+# Extension point (the contract's interface name) → the methods that make it:
+# its first function's name, but for node-order, whose two functions
+# (node_order, node_score) both come from node_score.
+_METHODS = {"node-order": ("node_score",)}
+POINTS: Dict[str, Tuple[str, ...]] = {p: _METHODS.get(p, fs[:1]) for p, fs in POINT_FUNCTIONS.items()}
 
 
 class Unfit:

@@ -39,36 +39,6 @@ pub enum ExtensionPoint {
     Events,
 }
 
-impl ExtensionPoint {
-    /// Every point, in the contract's order (`Events` last).
-    pub const ALL: [ExtensionPoint; 24] = [
-        ExtensionPoint::QueueOrder,
-        ExtensionPoint::JobOrder,
-        ExtensionPoint::TaskOrder,
-        ExtensionPoint::VictimQueueOrder,
-        ExtensionPoint::Predicate,
-        ExtensionPoint::NodeOrder,
-        ExtensionPoint::Overused,
-        ExtensionPoint::Allocatable,
-        ExtensionPoint::Preemptive,
-        ExtensionPoint::JobValid,
-        ExtensionPoint::JobReady,
-        ExtensionPoint::JobPipelined,
-        ExtensionPoint::JobEnqueueable,
-        ExtensionPoint::JobEnqueued,
-        ExtensionPoint::JobStarving,
-        ExtensionPoint::Preemptable,
-        ExtensionPoint::Reclaimable,
-        ExtensionPoint::VictimTasks,
-        ExtensionPoint::TargetJob,
-        ExtensionPoint::ReservedNodes,
-        ExtensionPoint::QueueStatus,
-        ExtensionPoint::HypernodeOrder,
-        ExtensionPoint::Evictable,
-        ExtensionPoint::Events,
-    ];
-}
-
 /// An extension point as the WIT spells it ("node-order"); for the current
 /// contract, also the name of the interface a plugin exports for it.
 pub fn point_name(p: ExtensionPoint) -> &'static str {
