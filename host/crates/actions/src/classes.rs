@@ -24,10 +24,11 @@
 //! is unresolvable) or with scores that move with placements (preferred pod
 //! terms, soft spread, labels another pod's scoring term may pick) gets no
 //! class and searches afresh. The class of a task with required
-//! anti-affinity or a `DoNotSchedule` spread asks again about all its nodes
-//! once something was placed ("volatile"), and a spread class keeps the
-//! nodes turned down for a resolvable reason ("parked") to take them back
-//! when they fit. Allocate's argument `taskClasses: false` turns reuse off
+//! anti-affinity or a `DoNotSchedule` spread ("volatile"), once something
+//! was placed, asks again about the nodes it would choose among (turned-down
+//! ones leave) until they pass, and a spread class keeps the nodes turned
+//! down for a resolvable reason ("parked") to take them back when they fit.
+//! Allocate's argument `taskClasses: false` turns reuse off
 //! for every task.
 
 use super::{feasible_nodes, feasible_or_parked, scores};
@@ -46,6 +47,9 @@ struct Entry {
     /// The task fits the node's idle resources now (not only once releasing
     /// pods are gone).
     now: bool,
+    /// The event count when every predicate last passed the node (a volatile
+    /// class's node is known to fit only while nothing was placed since).
+    passed: usize,
 }
 
 /// The feasible nodes of one class.
@@ -148,10 +152,16 @@ impl Classes {
                 }
                 let scores = scores(ssn, task, &nodes);
                 let req = ssn.req(task);
+                let synced = ssn.events.len();
                 let nodes: Vec<Entry> = nodes
                     .into_iter()
                     .zip(scores)
-                    .map(|(node, score)| Entry { node, score, now: ssn.short(req, node, false).is_none() })
+                    .map(|(node, score)| Entry {
+                        node,
+                        score,
+                        now: ssn.short(req, node, false).is_none(),
+                        passed: synced,
+                    })
                     .collect();
                 let class = Class {
                     found: nodes.len(),
@@ -171,7 +181,11 @@ impl Classes {
                     continue;
                 }
                 if ssn.extra.task_volatile[task as usize] {
-                    checked = self.recheck(ssn, task, key, rising);
+                    if rising {
+                        self.lift(ssn, task, key);
+                    }
+                    self.verify_top(ssn, task, key, rising);
+                    checked = true;
                 }
             }
             let class = self.by_key.get_mut(&key).expect("present");
@@ -216,43 +230,86 @@ impl Classes {
         h.finish()
     }
 
-    /// For a volatile class, once something was placed: asks again about
-    /// every node of the class and every parked one, as a fresh search
-    /// would. Nodes turned down leave (parked, when `rising` and the reason
-    /// is resolvable); parked nodes that fit now (with room, not reserved
-    /// for others) join with fresh scores. True: the class was just checked.
-    fn recheck(&mut self, ssn: &mut Session, task: u32, key: u64, rising: bool) -> bool {
+    /// For a rising class, once something was placed: asks again about its
+    /// parked nodes; those that fit now (with room, not reserved for others)
+    /// join with fresh scores, those still turned down for a resolvable
+    /// reason stay parked.
+    fn lift(&mut self, ssn: &mut Session, task: u32, key: u64) {
         let class = self.by_key.get_mut(&key).expect("present");
         if class.parked_synced == ssn.events.len() {
-            return false;
+            return;
         }
-        let held = class.nodes.len();
-        let asked: Vec<u32> = class.nodes.iter().map(|e| e.node).chain(class.parked.drain(..)).collect();
+        let asked = std::mem::take(&mut class.parked);
+        class.parked_synced = ssn.events.len();
+        if asked.is_empty() {
+            return;
+        }
         let verdicts = ssn.ask().predicate(task, &asked);
-        let mut keep = verdicts[..held].iter().map(Option::is_none);
-        class.nodes.retain(|_| keep.next().unwrap_or(false));
         let req = ssn.req(task);
         let mut back = Vec::new();
-        for (i, (&n, v)) in asked.iter().zip(&verdicts).enumerate() {
+        let mut parked = Vec::new();
+        for (&n, v) in asked.iter().zip(&verdicts) {
             match v {
-                None if i >= held && ssn.short(req, n, true).is_none() && !ssn.lock_blocks(task, n) => back.push(n),
-                Some(r) if rising && !r.unresolvable => class.parked.push(n),
+                None if ssn.short(req, n, true).is_none() && !ssn.lock_blocks(task, n) => back.push(n),
+                Some(r) if !r.unresolvable => parked.push(n),
                 _ => {}
             }
         }
-        class.parked_synced = ssn.events.len();
-        if back.is_empty() {
-            return true;
-        }
         let scores = scores(ssn, task, &back);
-        let req = ssn.req(task);
+        let (req, synced) = (ssn.req(task), ssn.events.len());
         let class = self.by_key.get_mut(&key).expect("present");
+        class.parked = parked;
         for (n, score) in back.into_iter().zip(scores) {
             let now = ssn.short(req, n, false).is_none();
             let at = class.nodes.partition_point(|e| e.node < n);
-            class.nodes.insert(at, Entry { node: n, score, now });
+            class.nodes.insert(at, Entry { node: n, score, now, passed: synced });
         }
-        true
+    }
+
+    /// For a volatile class, once something was placed: asks again about
+    /// the nodes [`pick`] would choose among, until they all pass, and about
+    /// one other candidate, whose existence decides whether Volcano's choice
+    /// draws a random number. A placement elsewhere only ever turns such a
+    /// class's nodes down (what may lift is parked, see [`Classes::lift`]), so
+    /// the nodes further down need no asking: [`pick`] then chooses exactly
+    /// what a fresh search would, where asking every node after each
+    /// placement cost a call over the whole class per task.
+    fn verify_top(&mut self, ssn: &mut Session, task: u32, key: u64, rising: bool) {
+        let synced = ssn.events.len();
+        for round in 0.. {
+            let class = self.by_key.get_mut(&key).expect("present");
+            let (ties, other) = top(&class.nodes);
+            let mut asked: Vec<usize> = ties.iter().copied().filter(|&i| class.nodes[i].passed != synced).collect();
+            if asked.is_empty() && ties.len() == 1 {
+                asked.extend(other.filter(|&i| class.nodes[i].passed != synced));
+            }
+            // Many turned down one after another: ask about the rest at once.
+            if round == 4 && !asked.is_empty() {
+                asked = (0..class.nodes.len()).filter(|&i| class.nodes[i].passed != synced).collect();
+            }
+            if asked.is_empty() {
+                return;
+            }
+            let nodes: Vec<u32> = asked.iter().map(|&i| class.nodes[i].node).collect();
+            let verdicts = ssn.ask().predicate(task, &nodes);
+            let class = self.by_key.get_mut(&key).expect("present");
+            let mut down = Vec::new();
+            for (&i, v) in asked.iter().zip(&verdicts) {
+                match v {
+                    None => class.nodes[i].passed = synced,
+                    Some(r) => {
+                        if rising && !r.unresolvable {
+                            class.parked.push(class.nodes[i].node);
+                        }
+                        down.push(i);
+                    }
+                }
+            }
+            if !down.is_empty() {
+                down.sort_unstable();
+                drop_indexes(&mut class.nodes, &down);
+            }
+        }
     }
 
     /// Brings `changed` up to the session's events. A task leaving a node (a
@@ -330,20 +387,46 @@ impl Classes {
             return false;
         }
         score_again(ssn, task, &mut class.nodes, &stale);
-        if !gone.is_empty() {
-            let mut next = gone.iter().peekable();
-            let mut i = 0;
-            class.nodes.retain(|_| {
-                let drop = next.next_if_eq(&&i).is_some();
-                i += 1;
-                !drop
-            });
-        }
+        drop_indexes(&mut class.nodes, &gone);
         class.job = self.job;
         class.job_began = self.job_began;
         class.synced = ssn.events.len();
         true
     }
+}
+
+/// Removes `nodes[i]` for every `i` in `sorted` (ascending, distinct).
+fn drop_indexes(nodes: &mut Vec<Entry>, sorted: &[usize]) {
+    if sorted.is_empty() {
+        return;
+    }
+    let mut next = sorted.iter().peekable();
+    let mut i = 0;
+    nodes.retain(|_| {
+        let drop = next.next_if_eq(&&i).is_some();
+        i += 1;
+        !drop
+    });
+}
+
+/// The indexes of the nodes [`pick`] would choose among (the best by room
+/// now, then score; in node order), and of another node that counts as a
+/// candidate beside them (one with room now when they have it).
+fn top(nodes: &[Entry]) -> (Vec<usize>, Option<usize>) {
+    let mut ties: Vec<usize> = Vec::new();
+    let (mut best_now, mut best_score) = (false, f64::NEG_INFINITY);
+    for (i, e) in nodes.iter().enumerate() {
+        let order = e.now.cmp(&best_now).then(e.score.total_cmp(&best_score));
+        if ties.is_empty() || order.is_gt() {
+            ties.clear();
+            (best_now, best_score) = (e.now, e.score);
+            ties.push(i);
+        } else if order.is_eq() {
+            ties.push(i);
+        }
+    }
+    let other = (0..nodes.len()).find(|&i| ties.binary_search(&i).is_err() && (nodes[i].now || !best_now));
+    (ties, other)
 }
 
 /// Scores `nodes[i]` again for every `i` in `stale`, in one call.
@@ -361,25 +444,11 @@ fn score_again(ssn: &mut Session, task: u32, nodes: &mut [Entry], stale: &[usize
 /// random number exactly when [`super::best_node`] would (two or more
 /// candidates), so both give the same choices from the same seed.
 fn pick(ssn: &mut Session, nodes: &[Entry]) -> Option<usize> {
-    // One pass: the best (room now, score), the nodes tied on it, and how
-    // many candidates Volcano's choice would be among.
-    let mut ties: Vec<usize> = Vec::new();
-    let (mut best_now, mut best_score, mut now_count) = (false, f64::NEG_INFINITY, 0);
-    for (i, e) in nodes.iter().enumerate() {
-        now_count += e.now as usize;
-        let order = e.now.cmp(&best_now).then(e.score.total_cmp(&best_score));
-        if ties.is_empty() || order.is_gt() {
-            ties.clear();
-            (best_now, best_score) = (e.now, e.score);
-            ties.push(i);
-        } else if order.is_eq() {
-            ties.push(i);
-        }
-    }
-    let candidates = if best_now { now_count } else { nodes.len() };
+    // Volcano draws among the best when there are two candidates or more.
+    let (ties, other) = top(nodes);
     match ties.len() {
         0 => None,
-        _ if candidates < 2 => Some(ties[0]),
+        1 if other.is_none() => Some(ties[0]),
         k => Some(ties[(ssn.random() % k as u64) as usize]),
     }
 }

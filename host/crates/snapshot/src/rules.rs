@@ -353,8 +353,8 @@ pub fn rising(p: &Pod) -> bool {
 }
 
 /// Whether a pod's answers move with placements of its peers (required
-/// anti-affinity, `DoNotSchedule` spread): its class asks again about all
-/// its nodes once something was placed, as a fresh search would.
+/// anti-affinity, `DoNotSchedule` spread): once something was placed, its
+/// class asks again about the nodes it would choose among.
 pub fn volatile(p: &Pod) -> bool {
     rising(p) || p.pod_terms.iter().any(|t| t.anti && t.weight == 0)
 }
