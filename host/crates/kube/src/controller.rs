@@ -31,8 +31,9 @@ pub enum Write {
         /// `spec.reclaimable`.
         reclaimable: bool,
     },
-    /// A plain pod's PodGroup (`group`, when the API does not have it yet)
-    /// and the pod's annotation pointing at it.
+    /// A plain pod's PodGroup, which the API does not have yet (the pod's
+    /// annotation naming it goes with its binding or its Unschedulable
+    /// condition: see [`crate::source::PodMeta::group_note`]).
     PlainPod {
         /// The pod's namespace.
         namespace: String,
@@ -44,8 +45,8 @@ pub enum Write {
         owner: Option<OwnerReference>,
         /// The PodGroup's name (`podgroup-<owner uid>`).
         group_name: String,
-        /// The PodGroup to create, when the API does not have it yet.
-        group: Option<Box<PodGroup>>,
+        /// The PodGroup to create.
+        group: Box<PodGroup>,
     },
 }
 
@@ -102,39 +103,42 @@ pub async fn perform(client: &Client, w: &Write) -> Result<(), String> {
             tracing::info!("created Queue {name}");
             Ok(())
         }
-        Write::PlainPod { namespace, pod, pod_uid, owner, group_name, group } => {
-            if let Some(g) = group {
-                let owner_ref = match owner {
-                    Some(o) => json!(o),
-                    None => json!({"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid, "controller": true}),
-                };
-                let min_resources: BTreeMap<String, String> =
-                    g.min_resources.iter().flatten().map(|(k, v)| (k.clone(), quantity(k, *v))).collect();
-                let mut spec = json!({"minMember": g.min_member, "minResources": min_resources, "queue": g.queue});
-                if let Some(pc) = &g.priority_class {
-                    spec["priorityClassName"] = json!(pc);
-                }
-                let pg: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": VOLCANO_API, "kind": "PodGroup",
-                    "metadata": {"name": group_name, "namespace": namespace, "ownerReferences": [owner_ref]},
-                    "spec": spec,
-                }))
-                .map_err(|e| e.to_string())?;
-                let pgs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &podgroup_resource());
-                ok_or_exists(
-                    pgs.create(&PostParams::default(), &pg).await,
-                    &format!("creating PodGroup for {namespace}/{pod}"),
-                )?;
+        Write::PlainPod { namespace, pod, pod_uid, owner, group_name, group: g } => {
+            let owner_ref = match owner {
+                Some(o) => json!(o),
+                None => json!({"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod_uid, "controller": true}),
+            };
+            let min_resources: BTreeMap<String, String> =
+                g.min_resources.iter().flatten().map(|(k, v)| (k.clone(), quantity(k, *v))).collect();
+            let mut spec = json!({"minMember": g.min_member, "minResources": min_resources, "queue": g.queue});
+            if let Some(pc) = &g.priority_class {
+                spec["priorityClassName"] = json!(pc);
             }
-            let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-            let patch = json!({"metadata": {"annotations": {GROUP_ANNOTATION: group_name}}});
-            match pods.patch(pod, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(_) => Ok(()),
-                // The pod is gone: nothing left to annotate.
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-                Err(e) => Err(format!("annotating Pod {namespace}/{pod}: {e}")),
-            }
+            let pg: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": VOLCANO_API, "kind": "PodGroup",
+                "metadata": {"name": group_name, "namespace": namespace, "ownerReferences": [owner_ref]},
+                "spec": spec,
+            }))
+            .map_err(|e| e.to_string())?;
+            let pgs: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &podgroup_resource());
+            ok_or_exists(
+                pgs.create(&PostParams::default(), &pg).await,
+                &format!("creating PodGroup for {namespace}/{pod}"),
+            )
         }
+    }
+}
+
+/// Writes a waiting plain pod's annotation naming its PodGroup (a pod
+/// placed gets it with its binding).
+pub async fn annotate(client: &Client, namespace: &str, pod: &str, group_name: &str) -> Result<(), String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let patch = json!({"metadata": {"annotations": {GROUP_ANNOTATION: group_name}}});
+    match pods.patch(pod, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        // The pod is gone: nothing left to annotate.
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(format!("annotating Pod {namespace}/{pod}: {e}")),
     }
 }
 

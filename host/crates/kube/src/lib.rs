@@ -629,10 +629,8 @@ async fn report_problems(client: &Client, rec: &events::Recorder, cluster: &Clus
         if meta.scheduled.as_ref().is_some_and(|c| c.status == "False" && c.message.as_deref() == Some(&why)) {
             continue;
         }
-        let pod = sink::PodRef { namespace: p.namespace.clone(), name: p.name.clone(), uid: meta.uid.clone() };
-        let cond =
-            serde_json::json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": why});
-        if let Err(e) = sink::set_condition(client, &pod, cond).await {
+        let pod = sink::PodRef::of(p, meta);
+        if let Err(e) = sink::set_unschedulable(client, &pod, &why).await {
             tracing::warn!("condition of Pod {key}: {e}");
         }
     }

@@ -11,7 +11,7 @@
 //! never land twice.
 
 use super::events::{reference, refusal, Kind, Recorder};
-use super::kinds::VOLCANO_API;
+use super::kinds::{GROUP_ANNOTATION, VOLCANO_API};
 use super::source::Store;
 use super::volumes;
 use futures::StreamExt;
@@ -57,9 +57,22 @@ pub struct PodRef {
     pub name: String,
     /// `metadata.uid` (a precondition: a pod made again is not touched).
     pub uid: String,
+    /// The PodGroup annotation the pod still lacks in the API
+    /// ([`crate::source::PodMeta::group_note`]), written with its binding.
+    pub group_note: Option<String>,
 }
 
 impl PodRef {
+    /// The reference to `pod`, as the driver keeps it in `meta`.
+    pub fn of(pod: &tephra_model::cluster::Pod, meta: &crate::source::PodMeta) -> PodRef {
+        PodRef {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            uid: meta.uid.clone(),
+            group_note: meta.group_note.clone(),
+        }
+    }
+
     fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
@@ -92,7 +105,7 @@ impl Sink {
         let pod_of = |task: u32| -> Option<PodRef> {
             let p = cluster.pods.get(*out.extra.task_pod.get(task as usize)?)?;
             let m = store.pods.get(&p.key())?;
-            Some(PodRef { namespace: p.namespace.clone(), name: p.name.clone(), uid: m.uid.clone() })
+            Some(PodRef::of(p, m))
         };
         let (mut binds, mut evictions, mut nominations) = (Vec::new(), Vec::new(), Vec::new());
         for d in &out.decisions {
@@ -268,6 +281,8 @@ async fn bind(client: &Client, pod: &PodRef, node: &str) -> Result<(), String> {
             namespace: Some(pod.namespace.clone()),
             // Only this incarnation of the pod: a recreated pod of the same name is refused.
             uid: Some(pod.uid.clone()),
+            // The API server merges a binding's annotations into the pod.
+            annotations: pod.group_note.as_ref().map(|g| [(GROUP_ANNOTATION.to_string(), g.clone())].into()),
             ..Default::default()
         },
         target: ObjectReference {
@@ -281,6 +296,17 @@ async fn bind(client: &Client, pod: &PodRef, node: &str) -> Result<(), String> {
         .await
         .map(|_| ())
         .map_err(refusal)
+}
+
+/// Marks a pod that waits `PodScheduled=False` (reason `Unschedulable`,
+/// `message`), and writes the PodGroup annotation it still lacks.
+pub async fn set_unschedulable(client: &Client, pod: &PodRef, message: &str) -> Result<(), String> {
+    let cond = json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});
+    set_condition(client, pod, cond).await?;
+    match &pod.group_note {
+        Some(g) => super::controller::annotate(client, &pod.namespace, &pod.name, g).await,
+        None => Ok(()),
+    }
 }
 
 /// Sets one pod condition (merged by type) through the status subresource.

@@ -506,6 +506,11 @@ pub struct PodMeta {
     /// bind or eviction covers them until the watch shows it).
     api_node: Option<String>,
     api_deleting: bool,
+    /// A plain pod's PodGroup name while the API's pod lacks the annotation
+    /// naming it: written with its binding, or with its first Unschedulable
+    /// condition (Volcano's podgroup controller writes it at once, a write
+    /// per pod the API server would have to carry).
+    pub group_note: Option<String>,
 }
 
 /// What the driver keeps of a PodGroup or Queue object.
@@ -866,12 +871,20 @@ impl Store {
             .as_ref()
             .and_then(|s| s.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled").cloned())
             .map(Box::new);
-        let meta = PodMeta { uid, rv, ours, scheduled, api_node: pod.node.clone(), api_deleting: pod.deleting };
+        let mut meta = PodMeta {
+            uid,
+            rv,
+            ours,
+            scheduled,
+            api_node: pod.node.clone(),
+            api_deleting: pod.deleting,
+            group_note: None,
+        };
         if !ours {
             // Others' pods only take room on their nodes; they are never tasks.
             pod.group = None;
         } else if pod.group.is_none() {
-            self.plain_pod(c, o, &mut pod);
+            meta.group_note = self.plain_pod(c, o, &mut pod);
         } else {
             self.queued.remove(&key);
         }
@@ -914,11 +927,12 @@ impl Store {
 
     /// A pod of ours without a PodGroup is a job of its own at once, in the
     /// group Volcano's podgroup controller makes for it (named after its
-    /// controller, so a ReplicaSet's pods share one); the PodGroup object and
-    /// the pod's annotation are written off the scheduling path.
-    fn plain_pod(&mut self, c: &mut Cluster, o: &Pod, pod: &mut ModelPod) {
+    /// controller, so a ReplicaSet's pods share one); the PodGroup object is
+    /// written off the scheduling path. The group's name, for the pod's
+    /// annotation ([`PodMeta::group_note`]).
+    fn plain_pod(&mut self, c: &mut Cluster, o: &Pod, pod: &mut ModelPod) -> Option<String> {
         let owner: Option<OwnerReference> = o.owner_references().iter().find(|r| r.controller == Some(true)).cloned();
-        let Some(uid) = owner.as_ref().map(|r| r.uid.clone()).or_else(|| o.metadata.uid.clone()) else { return };
+        let uid = owner.as_ref().map(|r| r.uid.clone()).or_else(|| o.metadata.uid.clone())?;
         let name = format!("podgroup-{uid}");
         pod.group = Some(name.clone());
         pod.annotations.insert(GROUP_ANNOTATION.into(), name.clone());
@@ -928,16 +942,17 @@ impl Store {
         if let Some(group) = missing.as_ref().filter(|_| !self.index.podgroups.contains_key(&key)) {
             self.put_group(c, key, group.clone());
         }
-        if self.queued.insert(pod.key()) {
+        if let Some(group) = missing.filter(|_| self.queued.insert(pod.key())) {
             self.writes.push(Write::PlainPod {
                 namespace: pod.namespace.clone(),
                 pod: pod.name.clone(),
                 pod_uid: o.metadata.uid.clone().unwrap_or_default(),
                 owner,
-                group: missing.map(Box::new),
-                group_name: name,
+                group: Box::new(group),
+                group_name: name.clone(),
             });
         }
+        Some(name)
     }
 
     fn pod_deleted(&mut self, c: &mut Cluster, key: &str) {
@@ -1156,6 +1171,8 @@ mod tests {
         assert_eq!(c.pods[0].group.as_deref(), Some("podgroup-uid-a"));
         assert!(c.podgroups.iter().any(|g| g.name == "podgroup-uid-a" && g.min_member == 1));
         assert!(s.take_writes().iter().any(|w| matches!(w, Write::PlainPod { pod, .. } if pod == "a")));
+        // Its annotation is owed, to go with its binding.
+        assert_eq!(s.pods[&c.pods[0].key()].group_note.as_deref(), Some("podgroup-uid-a"));
         let mark = c.pods.mark();
         // Bound (assumed), then the watch shows it, then it runs.
         s.assume_bind(&mut c, "ns/a", "n1");

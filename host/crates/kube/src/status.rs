@@ -8,7 +8,7 @@ use super::events::{reference, Kind, Recorder};
 use super::kinds::{
     podgroup_resource, quantity, queue_resource, reservation_resource, Target, TARGET_ANNOTATION, VOLCANO_API,
 };
-use super::sink::{set_condition, PodRef};
+use super::sink::{set_unschedulable, PodRef};
 use super::source::Store;
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
@@ -269,7 +269,7 @@ async fn pods(client: &Client, out: &Outcome, c: &Cluster, store: &Store, rec: &
             continue;
         }
         let Some(meta) = store.pods.get(&p.key()) else { continue };
-        let obj = PodRef { namespace: p.namespace.clone(), name: p.name.clone(), uid: meta.uid.clone() };
+        let obj = PodRef::of(p, meta);
         let same = meta.scheduled.as_ref().is_some_and(|c| {
             c.status == "False"
                 && c.reason.as_deref() == Some("Unschedulable")
@@ -280,9 +280,7 @@ async fn pods(client: &Client, out: &Outcome, c: &Cluster, store: &Store, rec: &
     futures::stream::iter(writes)
         .for_each_concurrent(concurrency, |(p, obj, changed, message)| async move {
             if changed {
-                let cond =
-                    json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message});
-                if let Err(e) = set_condition(client, &obj, cond).await {
+                if let Err(e) = set_unschedulable(client, &obj, &message).await {
                     tracing::warn!("condition of Pod {}: {e}", p.key());
                 }
             }
