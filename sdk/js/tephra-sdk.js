@@ -52,6 +52,7 @@ export class Session {
     snap.taskJob.forEach((j, t) => j < this.jobTasks.length && this.jobTasks[j].push(t));
     this.strings = null;
     this.labels = null;
+    this.queueJobs = null;
   }
 
   nodes() { return this.snap.nodeUnschedulable.length; }
@@ -86,6 +87,7 @@ export class Session {
   task(t) { return new TaskView(this, t); }
   job(j) { return new JobView(this, j); }
   queue(q) { return new QueueView(this, q); }
+  hypernode(h) { return new HyperNodeView(this, h); }
   /** Whether a status holds resources on the node. */
   static holds(status) { return ALLOCATED.has(status); }
   jobReadyTasks(j) { return this.jobTasks[j].filter((t) => READY.has(this.taskStatus[t])).length; }
@@ -163,6 +165,8 @@ export class NodeView {
   used() { return new Amounts(this.s, this.s.row(this.s.nodeUsed, this.id)); }
   idle() { return new Amounts(this.s, this.s.nodeAllocatable(this.id), this.s.row(this.s.nodeUsed, this.id)); }
   label(key) { return this.s.nodeLabels(this.id).get(key); }
+  /** The lowest HyperNode holding the node (0: the whole cluster). */
+  hypernode() { return new HyperNodeView(this.s, this.s.snap.nodeHypernode[this.id]); }
 }
 
 /** A task. */
@@ -188,11 +192,24 @@ export class QueueView {
   constructor(s, id) { this.s = s; this.id = id; }
   weight() { return this.s.snap.queueWeight[this.id]; }
   parent() { const p = this.s.snap.queueParent[this.id]; return p === NONE ? undefined : new QueueView(this.s, p); }
+  /** Its jobs; every queue's are indexed on first use, in one pass. */
   jobs() {
-    const out = [];
-    this.s.snap.jobQueue.forEach((q, j) => { if (q === this.id) out.push(new JobView(this.s, j)); });
-    return out;
+    const s = this.s;
+    if (s.queueJobs === null) {
+      s.queueJobs = Array.from({ length: s.queues() }, () => []);
+      s.snap.jobQueue.forEach((q, j) => s.queueJobs[q]?.push(j));
+    }
+    return (s.queueJobs[this.id] ?? []).map((j) => new JobView(s, j));
   }
+}
+
+/** A HyperNode (0: the whole cluster, one tier above every other). */
+export class HyperNodeView {
+  constructor(s, id) { this.s = s; this.id = id; }
+  name() { return this.s.str(this.s.snap.hypernodeName[this.id]); }
+  tier() { return this.s.snap.hypernodeTier[this.id]; }
+  /** The HyperNode above, unless this is the cluster. */
+  parent() { const p = this.s.snap.hypernodeParent[this.id]; return p === NONE ? undefined : new HyperNodeView(this.s, p); }
 }
 
 /** Why a task does not fit a node; `unresolvable`: evictions cannot help. */
@@ -406,6 +423,16 @@ export class SnapshotBuilder {
     s.nodeHypernode.push(0);
     for (const [k, v] of Object.entries(labels)) s.nodeLabels.push({ owner: n, key: this.string(k), value: this.string(v) });
     return n;
+  }
+
+  /** A HyperNode of `tier` under `parent` (0: the cluster), the lowest one holding `nodes`; raises the cluster's tier above it. */
+  hypernode(name, tier, parent = 0, nodes = []) {
+    const s = this.snap;
+    const h = s.hypernodeTier.length;
+    s.hypernodeName.push(this.string(name)); s.hypernodeTier.push(tier); s.hypernodeParent.push(parent);
+    s.hypernodeTier[0] = Math.max(s.hypernodeTier[0], tier + 1);
+    for (const n of nodes) s.nodeHypernode[n] = h;
+    return h;
   }
 
   queue(weight = 1) {

@@ -75,3 +75,18 @@ test('views read the columns they name', () => {
   assert.deepEqual(s.queue(q).jobs().map((x) => x.id), [j]);
   assert.equal(s.queue(q).parent(), undefined);
 });
+
+test('HyperNode views walk up to the cluster', () => {
+  const b = new SnapshotBuilder();
+  const n = b.node('n1', [8000, 32e9, 110]);
+  const other = b.node('n2', [8000, 32e9, 110]);
+  const spine = b.hypernode('spine-0', 2);
+  b.hypernode('rack-0', 1, spine, [n]);
+  const s = b.session();
+  const rack = s.node(n).hypernode();
+  assert.deepEqual([rack.name(), rack.tier()], ['rack-0', 1]);
+  assert.deepEqual([rack.parent().name(), rack.parent().tier()], ['spine-0', 2]);
+  const cluster = rack.parent().parent();
+  assert.deepEqual([cluster.id, cluster.tier(), cluster.parent()], [0, 3, undefined]);
+  assert.equal(s.node(other).hypernode().id, 0);
+});

@@ -140,6 +140,9 @@ class Session:
     def queue(self, q: int) -> "QueueView":
         return QueueView(self, q)
 
+    def hypernode(self, h: int) -> "HyperNodeView":
+        return HyperNodeView(self, h)
+
     # Changes.
     def apply(self, event):
         """Applies one event (task moved to `status` on `node`); returns the
@@ -248,6 +251,10 @@ class NodeView:
     def label(self, key: str) -> Optional[str]:
         return self.s.node_labels(self.id).get(key)
 
+    def hypernode(self) -> "HyperNodeView":
+        """The lowest HyperNode holding the node (0: the whole cluster)."""
+        return HyperNodeView(self.s, self.s.snap.node_hypernode[self.id])
+
 
 class TaskView:
     __slots__ = ("s", "id")
@@ -306,3 +313,23 @@ class QueueView:
 
     def jobs(self) -> List[JobView]:
         return [JobView(self.s, j) for j in self.s.queue_jobs[self.id]]
+
+
+class HyperNodeView:
+    """A HyperNode (0: the whole cluster, one tier above every other)."""
+
+    __slots__ = ("s", "id")
+
+    def __init__(self, s: Session, h: int):
+        self.s, self.id = s, h
+
+    def name(self) -> str:
+        return self.s.str(self.s.snap.hypernode_name[self.id])
+
+    def tier(self) -> int:
+        return self.s.snap.hypernode_tier[self.id]
+
+    def parent(self) -> Optional["HyperNodeView"]:
+        """The HyperNode above, unless this is the cluster."""
+        p = self.s.snap.hypernode_parent[self.id]
+        return None if p == NONE else HyperNodeView(self.s, p)

@@ -53,6 +53,18 @@ class SnapshotBuilder:
             s.node_labels.append(SimpleNamespace(owner=n, key=self.string(k), value=self.string(v)))
         return n
 
+    def hypernode(self, name: str, tier: int, parent: int = 0, nodes: Sequence[int] = ()) -> int:
+        """A HyperNode of `tier` under `parent` (0: the cluster), the lowest
+        one holding `nodes`; raises the cluster's tier above it."""
+        s, h = self.snap, len(self.snap.hypernode_tier)
+        s.hypernode_name.append(self.string(name))
+        s.hypernode_tier.append(tier)
+        s.hypernode_parent.append(parent)
+        s.hypernode_tier[0] = max(s.hypernode_tier[0], tier + 1)
+        for n in nodes:
+            s.node_hypernode[n] = h
+        return h
+
     def queue(self, weight: float = 1.0, parent: int = NONE) -> int:
         s = self.snap
         s.queue_parent.append(parent)

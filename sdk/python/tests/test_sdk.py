@@ -76,6 +76,20 @@ class ViewsTest(unittest.TestCase):
         self.assertEqual([x.id for x in s.queue(q).jobs()], [j])
         self.assertIsNone(s.queue(q).parent())
 
+    def test_hypernode_views_walk_up_to_the_cluster(self):
+        b = SnapshotBuilder()
+        n = b.node("n1", [8000, 32e9, 110])
+        other = b.node("n2", [8000, 32e9, 110])
+        spine = b.hypernode("spine-0", 2)
+        b.hypernode("rack-0", 1, spine, [n])
+        s = b.session()
+        rack = s.node(n).hypernode()
+        self.assertEqual((rack.name(), rack.tier()), ("rack-0", 1))
+        self.assertEqual((rack.parent().name(), rack.parent().tier()), ("spine-0", 2))
+        cluster = rack.parent().parent()
+        self.assertEqual((cluster.id, cluster.tier(), cluster.parent()), (0, 3, None))
+        self.assertEqual(s.node(other).hypernode().id, 0)
+
 
 class PointsTest(unittest.TestCase):
     def test_the_points_are_the_methods_overridden(self):
