@@ -230,11 +230,17 @@ class Amounts:
         return [self.at(d) for d in range(len(self._row))]
 
 
-class NodeView:
+class _View:
+    """An object over the columns: the session and a row id."""
+
     __slots__ = ("s", "id")
 
-    def __init__(self, s: Session, n: int):
-        self.s, self.id = s, n
+    def __init__(self, s: Session, i: int):
+        self.s, self.id = s, i
+
+
+class NodeView(_View):
+    __slots__ = ()
 
     def name(self) -> str:
         return self.s.str(self.s.snap.node_name[self.id])
@@ -256,11 +262,8 @@ class NodeView:
         return HyperNodeView(self.s, self.s.snap.node_hypernode[self.id])
 
 
-class TaskView:
-    __slots__ = ("s", "id")
-
-    def __init__(self, s: Session, t: int):
-        self.s, self.id = s, t
+class TaskView(_View):
+    __slots__ = ()
 
     def job(self) -> "JobView":
         return JobView(self.s, self.s.task_job(self.id))
@@ -279,11 +282,8 @@ class TaskView:
         return self.s.task_namespace(self.id)
 
 
-class JobView:
-    __slots__ = ("s", "id")
-
-    def __init__(self, s: Session, j: int):
-        self.s, self.id = s, j
+class JobView(_View):
+    __slots__ = ()
 
     def queue(self) -> "QueueView":
         return QueueView(self.s, self.s.job_queue(self.id))
@@ -298,11 +298,8 @@ class JobView:
         return self.s.job_is_ready(self.id)
 
 
-class QueueView:
-    __slots__ = ("s", "id")
-
-    def __init__(self, s: Session, q: int):
-        self.s, self.id = s, q
+class QueueView(_View):
+    __slots__ = ()
 
     def weight(self) -> float:
         return self.s.snap.queue_weight[self.id]
@@ -315,13 +312,10 @@ class QueueView:
         return [JobView(self.s, j) for j in self.s.queue_jobs[self.id]]
 
 
-class HyperNodeView:
+class HyperNodeView(_View):
     """A HyperNode (0: the whole cluster, one tier above every other)."""
 
-    __slots__ = ("s", "id")
-
-    def __init__(self, s: Session, h: int):
-        self.s, self.id = s, h
+    __slots__ = ()
 
     def name(self) -> str:
         return self.s.str(self.s.snap.hypernode_name[self.id])

@@ -142,6 +142,8 @@ impl Classes {
         // Whether the class's nodes passed every predicate just now.
         let mut checked = false;
         loop {
+            // The nodes to choose among, when the class just worked them out.
+            let mut ranked = None;
             let fresh = !self.by_key.contains_key(&key);
             let rising = ssn.extra.task_rising[task as usize];
             if fresh {
@@ -184,13 +186,14 @@ impl Classes {
                     if rising {
                         self.lift(ssn, task, key);
                     }
-                    self.verify_top(ssn, task, key, rising);
+                    ranked = Some(self.verify_top(ssn, task, key, rising));
                     checked = true;
                 }
             }
             let class = self.by_key.get_mut(&key).expect("present");
             let rng = ssn.rng;
-            let Some(i) = pick(ssn, &class.nodes) else {
+            let ranked = ranked.unwrap_or_else(|| top(&class.nodes));
+            let Some(i) = pick(ssn, &ranked) else {
                 // Nothing left: a fresh search finds the nodes or records why not.
                 self.by_key.remove(&key);
                 if fresh {
@@ -255,10 +258,14 @@ impl Classes {
                 _ => {}
             }
         }
+        let class = self.by_key.get_mut(&key).expect("present");
+        class.parked = parked;
+        if back.is_empty() {
+            return;
+        }
         let scores = scores(ssn, task, &back);
         let (req, synced) = (ssn.req(task), ssn.events.len());
         let class = self.by_key.get_mut(&key).expect("present");
-        class.parked = parked;
         for (n, score) in back.into_iter().zip(scores) {
             let now = ssn.short(req, n, false).is_none();
             let at = class.nodes.partition_point(|e| e.node < n);
@@ -273,10 +280,13 @@ impl Classes {
     /// class's nodes down (what may lift is parked, see [`Classes::lift`]), so
     /// the nodes further down need no asking: [`pick`] then chooses exactly
     /// what a fresh search would, where asking every node after each
-    /// placement cost a call over the whole class per task.
-    fn verify_top(&mut self, ssn: &mut Session, task: u32, key: u64, rising: bool) {
+    /// placement cost a call over the whole class per task. Returns what
+    /// [`top`] returns once they passed.
+    fn verify_top(&mut self, ssn: &mut Session, task: u32, key: u64, rising: bool) -> Ranked {
         let synced = ssn.events.len();
-        for round in 0.. {
+        let mut round = 0;
+        loop {
+            round += 1;
             let class = self.by_key.get_mut(&key).expect("present");
             let (ties, other) = top(&class.nodes);
             let mut asked: Vec<usize> = ties.iter().copied().filter(|&i| class.nodes[i].passed != synced).collect();
@@ -284,11 +294,11 @@ impl Classes {
                 asked.extend(other.filter(|&i| class.nodes[i].passed != synced));
             }
             // Many turned down one after another: ask about the rest at once.
-            if round == 4 && !asked.is_empty() {
+            if round == 5 && !asked.is_empty() {
                 asked = (0..class.nodes.len()).filter(|&i| class.nodes[i].passed != synced).collect();
             }
             if asked.is_empty() {
-                return;
+                return (ties, other);
             }
             let nodes: Vec<u32> = asked.iter().map(|&i| class.nodes[i].node).collect();
             let verdicts = ssn.ask().predicate(task, &nodes);
@@ -412,7 +422,10 @@ fn drop_indexes(nodes: &mut Vec<Entry>, sorted: &[usize]) {
 /// The indexes of the nodes [`pick`] would choose among (the best by room
 /// now, then score; in node order), and of another node that counts as a
 /// candidate beside them (one with room now when they have it).
-fn top(nodes: &[Entry]) -> (Vec<usize>, Option<usize>) {
+type Ranked = (Vec<usize>, Option<usize>);
+
+/// The [`Ranked`] nodes of a class.
+fn top(nodes: &[Entry]) -> Ranked {
     let mut ties: Vec<usize> = Vec::new();
     let (mut best_now, mut best_score) = (false, f64::NEG_INFINITY);
     for (i, e) in nodes.iter().enumerate() {
@@ -440,12 +453,11 @@ fn score_again(ssn: &mut Session, task: u32, nodes: &mut [Entry], stale: &[usize
     }
 }
 
-/// The index of the node Volcano would choose among `nodes`, drawing a
-/// random number exactly when [`super::best_node`] would (two or more
-/// candidates), so both give the same choices from the same seed.
-fn pick(ssn: &mut Session, nodes: &[Entry]) -> Option<usize> {
+/// The index of the node Volcano would choose among a class's `ranked`
+/// nodes, drawing a random number exactly when [`super::best_node`] would
+/// (two or more candidates), so both give the same choices from the same seed.
+fn pick(ssn: &mut Session, (ties, other): &Ranked) -> Option<usize> {
     // Volcano draws among the best when there are two candidates or more.
-    let (ties, other) = top(nodes);
     match ties.len() {
         0 => None,
         1 if other.is_none() => Some(ties[0]),
